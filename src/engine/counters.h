@@ -1,0 +1,27 @@
+// Per-device counters: one X-macro list gives the struct, the names and the printing order.
+#pragma once
+#include <cstdint>
+
+namespace vrnic::engine {
+
+#define VRNIC_COUNTERS(X)                                                                  \
+  X(tx_packets) X(tx_bytes) X(rx_packets) X(rx_bytes)                                      \
+  X(tx_send) X(tx_write) X(tx_read_request) X(tx_read_response) X(tx_atomic)               \
+  X(tx_atomic_ack) X(tx_ack) X(tx_cnp)                                                     \
+  X(rx_send) X(rx_write) X(rx_read_request) X(rx_read_response) X(rx_atomic)               \
+  X(rx_atomic_ack) X(rx_ack) X(rx_cnp)                                                     \
+  X(tx_nak_psn_seq) X(tx_nak_rnr) X(tx_nak_inv_req) X(tx_nak_rem_access) X(tx_nak_rem_op)  \
+  X(rx_nak_psn_seq) X(rx_nak_rnr) X(rx_nak_inv_req) X(rx_nak_rem_access) X(rx_nak_rem_op)  \
+  X(rx_duplicate) X(rx_out_of_sequence) X(retransmitted_packets) X(ack_timeouts)           \
+  X(rnr_retries) X(implicit_naks) X(rx_icrc_errors) X(rx_icrc_ip_id_recovered)             \
+  X(rx_malformed) X(rx_unknown_qp) X(rx_bad_state) X(rx_access_errors)                     \
+  X(duplicate_atomics_replayed) X(duplicate_reads_replayed) X(cqe_ok) X(cqe_error)        \
+  X(cq_overflows)
+
+struct Counters {
+#define VRNIC_COUNTER_FIELD(name) uint64_t name = 0;
+  VRNIC_COUNTERS(VRNIC_COUNTER_FIELD)
+#undef VRNIC_COUNTER_FIELD
+};
+
+}  // namespace vrnic::engine

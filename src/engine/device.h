@@ -1,0 +1,101 @@
+// The NIC: device limits, PDs, memory table, CQs, QPs, and the packet/timer entry points.
+// Single-threaded (_st): the caller serialises every call (the live runtime holds a mutex).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "engine/counters.h"
+#include "engine/ports.h"
+#include "engine/types.h"
+
+namespace vrnic::engine {
+
+class Qp;
+class Mr;
+
+// The limits the device advertises (ibv_query_device / ibv_query_port report these).
+struct DeviceLimits {
+  uint32_t max_qp = 16384, max_qp_wr = 16384, max_sge = 32, max_cq = 65536, max_cqe = 4194303,
+           max_mr = 1 << 20, max_pd = 1 << 16, max_qp_rd_atom = 16, max_qp_init_rd_atom = 16,
+           max_res_rd_atom = 16 * 16384, max_inline_data = 256, max_srq = 0, max_srq_wr = 0,
+           max_ah = 0;
+  uint64_t max_mr_size = ~0ull;
+  uint8_t max_mtu = 5;     // IBV_MTU_4096
+  uint8_t active_mtu = 5;  // path MTU the port reports active
+};
+
+struct DeviceConfig {
+  Gid gid;                  // GID index 0: the RoCEv2 GID (IPv4-mapped or IPv6)
+  DeviceLimits limits;
+  Counters* counters = nullptr;  // where to count; null = the device's own
+};
+
+struct MrInfo {
+  Mr* mr = nullptr;
+  uint32_t lkey = 0, rkey = 0;
+};
+
+class Device {
+ public:
+  Device(const DeviceConfig& config, PacketPort& port, Clock& clock, EventSink& events);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceConfig& config() const;
+  Counters& counters();
+
+  // --- control path (return 0 or an errno, as the verbs do) -------------------------------
+  Pd* alloc_pd();
+  Errno dealloc_pd(Pd* pd);  // EBUSY while QPs or MRs use it
+
+  // Registers [addr, addr+length) of this process; remote and local accesses use iova as
+  // the start address (iova == addr for ibv_reg_mr). lkey and rkey carry a generation tag,
+  // so a key of a deregistered MR never matches a later one.
+  Errno reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access, MrInfo& out);
+  Errno dereg_mr(Mr* mr);
+
+  // cqe: requested depth; the granted depth is written back.
+  Cq* create_cq(uint32_t& cqe, void* user_context);
+  Errno destroy_cq(Cq* cq);  // EBUSY while QPs use it
+  // Moves up to n completions into out; returns how many (>= 0).
+  int poll_cq(Cq* cq, WorkCompletion* out, int n);
+  // Arms the CQ: the next CQE (or next solicited one) raises EventSink::on_cq_event once.
+  Errno req_notify_cq(Cq* cq, bool solicited_only);
+
+  // init.cap is written back with the granted capabilities. Errors: EINVAL (bad attribute),
+  // ENOMEM, EOPNOTSUPP (QP type or feature the device lacks).
+  Qp* create_qp(QpInitAttr& init, Errno& err);
+  uint32_t qp_num(const Qp* qp) const;
+  // Validates attr_mask against the transition (IBA 10.3.1 / table 91 "QP attribute
+  // modifications"); EINVAL on a missing required or a forbidden attribute.
+  Errno modify_qp(Qp* qp, const QpAttr& attr, uint32_t attr_mask);
+  Errno query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const;
+  Errno destroy_qp(Qp* qp);
+
+  // --- fast path ----------------------------------------------------------------------------
+  // The doorbell. Validates each WR in order; on the first bad one stops and sets *bad to
+  // its index (EINVAL bad opcode/flags for the QP type, ENOMEM send queue full,
+  // EINVAL too many SGEs or inline too long, EINVAL QP not in RTS/SQD...).
+  Errno post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad);
+  Errno post_recv(Qp* qp, const RecvWr* wrs, size_t n, size_t* bad);
+
+  // Packets from the transport (ICRC not yet checked: the engine checks it and counts).
+  void receive(std::span<const WirePacket> batch);
+
+  // Time: the earliest instant (Clock ns) at which on_timer must run, or UINT64_MAX.
+  uint64_t next_timer_ns() const;
+  void on_timer();
+
+  // True if any QP has packets it wants to send but is window-limited or has work queued
+  // (the runtime keeps servicing the device while this holds).
+  bool has_pending_tx() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vrnic::engine

@@ -1,0 +1,59 @@
+// A live vrnic device in this process: the engine driven by a UDP port, the wall clock and a
+// progress thread. One per device per process, shared by every ibv_context opened on it.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "engine/device.h"
+
+namespace vrnic::live {
+
+struct LiveNicCallbacks {
+  // Both called with the device lock held; must not call back into the LiveNic.
+  std::function<void(engine::Cq*, void* cq_user_context)> on_cq_event;
+  std::function<void(const engine::AsyncEvent&)> on_async_event;
+};
+
+class LiveNic {
+ public:
+  // Opens (or returns the already open) device of this process. The address comes from
+  // VRNIC_IP; without it the first free loopback address 127.0.0.1 .. 127.0.0.254 on
+  // which UDP port 4791 can be bound is taken. On failure returns null and sets err
+  // (errno value) and a message on stderr.
+  static LiveNic* acquire(const LiveNicCallbacks& callbacks, int& err);
+  // Drops one reference; the last one stops the thread, closes the socket, prints the
+  // counters if VRNIC_STATS=1, and frees the device.
+  static void release(LiveNic* nic);
+
+  const std::string& name() const;      // "vrnic0"
+  const engine::Gid& gid() const;
+  const std::string& ip_string() const;  // "127.0.0.2" or an IPv6 literal
+  bool is_ipv6() const;
+
+  // Every engine call goes through here, under the device lock:
+  //   nic->locked([&](engine::Device& d) { ... });
+  template <typename F>
+  auto locked(F&& f) {
+    std::lock_guard<std::mutex> g(mu_);
+    return f(*device_);
+  }
+
+  // poll_cq with progress: when the CQ is empty, first receives and processes whatever
+  // packets are waiting on the socket (no thread hand-off for busy-polling programs).
+  int poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n);
+
+  // Wakes the progress thread (after a doorbell that left work for later, e.g. a timer).
+  void kick();
+
+ private:
+  LiveNic();
+  ~LiveNic();
+  struct Impl;
+  Impl* impl_ = nullptr;
+  std::mutex mu_;
+  engine::Device* device_ = nullptr;
+};
+
+}  // namespace vrnic::live

@@ -1,0 +1,97 @@
+// RoCEv2 transport headers (BTH and its extended headers): field structs, parse and build.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace vrnic::wire {
+
+inline constexpr uint16_t kRoceV2Port = 4791;
+inline constexpr size_t kBthSize = 12, kRethSize = 16, kAethSize = 4, kAtomicEthSize = 28,
+                        kAtomicAckEthSize = 8, kImmDtSize = 4, kIethSize = 4, kDethSize = 8,
+                        kIcrcSize = 4;
+// The CNP (opcode 0x81) carries 16 reserved bytes after the BTH (RoCEv2 Annex A17.9.3).
+inline constexpr size_t kCnpPayloadSize = 16;
+
+// Base Transport Header (IBA 9.2). All fields host order; dest_qp and psn are 24-bit.
+struct Bth {
+  uint8_t opcode = 0;
+  bool solicited = false;
+  bool mig_req = true;
+  uint8_t pad_count = 0;  // 0..3
+  uint8_t tver = 0;
+  uint16_t pkey = 0xffff;
+  bool fecn = false;  // RoCEv2 reuses these two reserved bits only on InfiniBand; kept for completeness
+  bool becn = false;
+  uint32_t dest_qp = 0;
+  bool ack_req = false;
+  uint32_t psn = 0;
+};
+
+struct Reth {  // RDMA Extended Transport Header
+  uint64_t va = 0;
+  uint32_t rkey = 0;
+  uint32_t dma_len = 0;
+};
+
+// AETH syndrome (IBA 9.7.5.1.1): bits 7..5 select ACK / RNR NAK / NAK, bits 4..0 the value.
+struct Aeth {
+  uint8_t syndrome = 0;
+  uint32_t msn = 0;  // 24-bit
+};
+
+struct AtomicEth {
+  uint64_t va = 0;
+  uint32_t rkey = 0;
+  uint64_t swap_add = 0;
+  uint64_t compare = 0;
+};
+
+struct AtomicAckEth {
+  uint64_t orig = 0;
+};
+
+struct Deth {
+  uint32_t qkey = 0;
+  uint32_t src_qp = 0;  // 24-bit
+};
+
+// A transport packet as seen from the BTH onward (the UDP payload). Which optional headers
+// are meaningful is decided by the opcode (see opcode.h); the others are left zero.
+struct Packet {
+  Bth bth;
+  Reth reth;
+  Aeth aeth;
+  AtomicEth atomic;
+  AtomicAckEth atomic_ack;
+  uint32_t imm = 0;        // ImmDt, in network byte order as carried (as ibv_wc.imm_data)
+  uint32_t ieth_rkey = 0;  // IETH (SEND_WITH_INVALIDATE)
+  Deth deth;
+  std::span<const uint8_t> payload;  // without pad bytes and without the ICRC
+};
+
+enum class ParseError : uint8_t {
+  kOk = 0,
+  kTruncated,       // shorter than the headers the opcode requires, or than pad + ICRC
+  kBadVersion,      // BTH TVer != 0
+  kUnknownOpcode,   // reserved / unsupported opcode
+  kBadPadCount,     // pad bytes present on a packet that carries no payload, or more than payload
+  kPayloadNotAllowed,  // opcode carries no payload but bytes follow the headers
+};
+const char* to_string(ParseError e);
+
+// Parses the UDP payload of a RoCEv2 packet (BTH .. ICRC inclusive). Does not check the ICRC.
+ParseError parse_packet(std::span<const uint8_t> udp_payload, Packet& out);
+
+// Length of BTH + the extended headers for this opcode (0 if the opcode is unknown).
+size_t header_size(uint8_t opcode);
+
+// Writes BTH and the extended headers the opcode requires into out (which must hold
+// header_size(p.bth.opcode) bytes); returns the number of bytes written. p.payload is not
+// copied: the caller places payload and pad bytes after the headers and then the ICRC.
+size_t write_headers(const Packet& p, uint8_t* out);
+
+// Pad bytes needed after a payload of n bytes to reach a multiple of 4.
+constexpr uint8_t pad_for(size_t n) { return static_cast<uint8_t>((4 - (n & 3)) & 3); }
+
+}  // namespace vrnic::wire
