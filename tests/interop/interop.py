@@ -56,6 +56,8 @@ def cases():
             variants["_q4"] = ["-q", "4"]
         for suffix, opts in variants.items():
             c[tool + suffix] = perftest(tool, opts)
+    for tool in ["ib_write_bw", "ib_read_bw", "ib_atomic_bw"]:
+        c["pcap_" + tool] = dict(perftest(tool, ["-n", "200"]), pcap=True)
     c["ib_atomic_bw_cas"] = perftest("ib_atomic_bw", ["-A", "CMP_AND_SWAP"])
     c["ib_atomic_lat_cas"] = perftest("ib_atomic_lat", ["-A", "CMP_AND_SWAP"])
     return c
@@ -65,9 +67,36 @@ def resolve(argv, bindir):
     return [os.path.join(bindir, a[1:]) if a.startswith("@") else a for a in argv]
 
 
-def launch(vrnic, argv, bindir, log, env):
-    return subprocess.Popen([vrnic, "run", "--", *resolve(argv, bindir)], stdout=log,
+def launch(vrnic, argv, bindir, log, env, pcap=None):
+    opts = ["--pcap", pcap] if pcap else []
+    return subprocess.Popen([vrnic, "run", *opts, "--", *resolve(argv, bindir)], stdout=log,
                             stderr=subprocess.STDOUT, env=env)
+
+
+def check_captures(bindir, files):
+    """Every frame of every capture: our ICRC/BTH check, and tshark decodes it with no
+    malformed frame. Returns a list of problems."""
+    problems = []
+    chk = subprocess.run([os.path.join(bindir, "vrnic_pcap_check"), *files],
+                         capture_output=True, text=True)
+    print(chk.stdout + chk.stderr)
+    if chk.returncode != 0:
+        problems.append("vrnic_pcap_check found bad frames")
+    for f in files:
+        total = subprocess.run(["tshark", "-r", f], capture_output=True, text=True)
+        ib = subprocess.run(["tshark", "-r", f, "-Y", "infiniband"], capture_output=True, text=True)
+        bad = subprocess.run(["tshark", "-r", f, "-Y", "_ws.malformed || _ws.expert.severity >= error"],
+                             capture_output=True, text=True)
+        n_total = len(total.stdout.splitlines())
+        n_ib = len(ib.stdout.splitlines())
+        n_bad = len(bad.stdout.splitlines())
+        print(f"tshark {os.path.basename(f)}: {n_total} frames, {n_ib} decoded as InfiniBand, "
+              f"{n_bad} malformed")
+        if total.returncode != 0 or n_total == 0 or n_ib != n_total or n_bad != 0:
+            problems.append(f"tshark: {os.path.basename(f)}: {n_total} frames, {n_ib} InfiniBand, "
+                            f"{n_bad} malformed")
+            print(bad.stdout[:2000])
+    return problems
 
 
 def check_output(kind, out):
@@ -107,10 +136,13 @@ def run_case(name, spec, vrnic, bindir, timeout):
         if "single" in spec:
             procs.append(("program", launch(vrnic, spec["single"], bindir, logfile("program"), env)))
         else:
-            procs.append(("server", launch(vrnic, spec["server"], bindir, logfile("server"), env)))
+            cap = (lambda tag: os.path.join(tmp, tag + ".pcap")) if spec.get("pcap") else (lambda tag: None)
+            procs.append(("server", launch(vrnic, spec["server"], bindir, logfile("server"), env,
+                                           cap("server"))))
             time.sleep(0.5)  # let the server reach its TCP accept
             for i, argv in enumerate(spec["clients"]):
-                procs.append((f"client{i}", launch(vrnic, argv, bindir, logfile(f"client{i}"), env)))
+                procs.append((f"client{i}", launch(vrnic, argv, bindir, logfile(f"client{i}"), env,
+                                                   cap(f"client{i}"))))
         deadline = time.time() + timeout
         for tag, p in procs:
             try:
@@ -131,6 +163,9 @@ def run_case(name, spec, vrnic, bindir, timeout):
                 problems += [f"{tag}: {p}" for p in check_output(spec["kind"], out)]
             elif spec["kind"] == "integrity":
                 problems += [f"{tag}: {p}" for p in check_output("integrity", out)]
+        if spec.get("pcap") and not problems:
+            problems += check_captures(bindir, sorted(os.path.join(tmp, f) for f in os.listdir(tmp)
+                                                      if f.endswith(".pcap")))
     return problems
 
 
