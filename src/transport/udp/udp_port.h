@@ -1,0 +1,103 @@
+// UdpPort: the live PacketPort — RoCEv2 over kernel UDP sockets (port 4791, IPv4 or IPv6).
+// Single-threaded (_st): the caller serialises send / receive / source_port_for (the live
+// runtime calls them with the device lock held); fd() may be read from any thread.
+#pragma once
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/ports.h"
+#include "transport/udp/ip_address.h"
+
+namespace vrnic::transport {
+
+class PcapWriter;
+class FaultInjector;
+
+struct UdpPortOptions {
+  IpAddress address;                    // the device address; every socket binds to it
+  uint16_t port = 4791;                 // RoCEv2 destination port (IANA); 0 = ephemeral
+  int buffer_bytes = 8 << 20;           // SO_RCVBUF / SO_SNDBUF asked for
+  size_t source_ports = 16;             // size of the pool of send sockets (flow entropy)
+  PcapWriter* pcap = nullptr;           // tap: every frame sent and received
+  FaultInjector* faults = nullptr;      // applied to received packets (tests, experiments)
+};
+
+struct UdpPortStats {
+  uint64_t tx_packets = 0, tx_dropped = 0, rx_packets = 0, rx_truncated = 0,
+           rx_fault_dropped = 0;
+};
+
+// Storage for one received batch: buffers, message headers and the WirePackets that point
+// into them. Owned by the receiving thread; reused from call to call.
+class RecvBatch {
+ public:
+  static constexpr size_t kMaxBatch = 64;
+  static constexpr size_t kSlotBytes = 9216;  // a jumbo frame; vrnic sends at most MTU 4096
+
+  explicit RecvBatch(size_t capacity = kMaxBatch);
+  ~RecvBatch();
+  RecvBatch(const RecvBatch&) = delete;
+  RecvBatch& operator=(const RecvBatch&) = delete;
+
+  std::span<const engine::WirePacket> packets() const { return packets_; }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  friend class UdpPort;
+  struct Slots;
+  size_t capacity_;
+  std::unique_ptr<Slots> slots_;
+  std::vector<engine::WirePacket> packets_;
+};
+
+class UdpPort final : public engine::PacketPort {
+ public:
+  // Binds the receive socket to (address, port). Returns null and sets err (errno value;
+  // EADDRINUSE when another device holds the address) on failure.
+  static std::unique_ptr<UdpPort> open(const UdpPortOptions& options, int& err);
+  ~UdpPort() override;
+
+  int fd() const { return rx_fd_; }
+  const IpAddress& address() const { return options_.address; }
+  uint16_t port() const { return options_.port; }
+  int granted_rcvbuf() const { return granted_rcvbuf_; }
+  const UdpPortStats& stats() const { return stats_; }
+
+  void send(std::span<const engine::WirePacket> batch) override;
+  // 0xC000 | 14 bits chosen by a hash of the QPN, then the pool socket actually bound for
+  // that hash bucket (the next free port if the preferred one was taken).
+  uint16_t source_port_for(uint32_t qpn) override;
+
+  // Receives, without blocking, as many packets as are waiting (up to batch.capacity());
+  // batch.packets() then holds them. Returns their number (0 if none).
+  size_t receive(RecvBatch& batch);
+
+ private:
+  struct SendSocket {
+    uint16_t port = 0;
+    int fd = -1;
+  };
+
+  explicit UdpPort(const UdpPortOptions& options) : options_(options) {}
+  int open_socket(uint16_t port, int& err);  // bound to (address, port); -1 on failure
+  int send_fd_for(uint16_t src_port);
+  void send_run(int fd, std::span<const engine::WirePacket> run);
+
+  UdpPortOptions options_;
+  int rx_fd_ = -1;
+  int granted_rcvbuf_ = 0;
+  std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use
+  std::vector<SendSocket> extra_;    // sockets for source ports outside the pool
+  UdpPortStats stats_;
+};
+
+// The preferred UDP source port of a QP: RoCEv2 Annex A17.5 leaves the source port to the
+// sender for flow entropy; vrnic keeps it in 0xC000..0xFFFF.
+uint16_t preferred_source_port(uint32_t qpn);
+
+}  // namespace vrnic::transport

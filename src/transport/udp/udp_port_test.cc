@@ -1,0 +1,307 @@
+// Tests of UdpPort over real loopback sockets: batches, pktinfo, source ports, pcap.
+#include "transport/udp/udp_port.h"
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "transport/udp/pcap_writer.h"
+#include "wire/frame.h"
+
+namespace vrnic::transport {
+namespace {
+
+// Addresses high in 127/8 and ephemeral ports, so the tests never meet a running device.
+const IpAddress kA = IpAddress::v4(127, 0, 0, 231);
+const IpAddress kB = IpAddress::v4(127, 0, 0, 232);
+
+std::unique_ptr<UdpPort> open_port(const IpAddress& a, PcapWriter* pcap = nullptr) {
+  UdpPortOptions o;
+  o.address = a;
+  o.port = 0;
+  o.pcap = pcap;
+  int err = 0;
+  auto p = UdpPort::open(o, err);
+  EXPECT_NE(p, nullptr) << std::strerror(err);
+  return p;
+}
+
+bool wait_readable(int fd, int ms = 2000) {
+  pollfd pfd{fd, POLLIN, 0};
+  return poll(&pfd, 1, ms) == 1;
+}
+
+engine::WirePacket packet_to(const UdpPort& from, const UdpPort& to, uint16_t src_port,
+                             const std::vector<uint8_t>& bytes, uint8_t tos = 0) {
+  engine::WirePacket p;
+  p.ip.ipv6 = from.address().ipv6;
+  p.ip.src = from.address().bytes;
+  p.ip.dst = to.address().bytes;
+  p.ip.src_port = src_port;
+  p.ip.dst_port = to.port();
+  p.tos = tos;
+  p.data = bytes;
+  return p;
+}
+
+// Receives until n packets arrived (or time runs out); copies them out of the batch.
+struct Received {
+  engine::WirePacket p;
+  std::vector<uint8_t> bytes;
+};
+std::vector<Received> receive_n(UdpPort& port, size_t n) {
+  std::vector<Received> out;
+  RecvBatch batch;
+  while (out.size() < n && wait_readable(port.fd())) {
+    port.receive(batch);
+    for (const auto& p : batch.packets())
+      out.push_back({p, std::vector<uint8_t>(p.data.begin(), p.data.end())});
+  }
+  return out;
+}
+
+TEST(UdpPort, open__same_address_and_port_twice_is_eaddrinuse) {
+  auto a = open_port(kA);
+  ASSERT_NE(a, nullptr);
+  UdpPortOptions o;
+  o.address = kA;
+  o.port = a->port();
+  int err = 0;
+  EXPECT_EQ(UdpPort::open(o, err), nullptr);
+  EXPECT_EQ(err, EADDRINUSE);
+}
+
+TEST(UdpPort, send__batch_arrives_with_addresses_ports_and_tos) {
+  auto a = open_port(kA), b = open_port(kB);
+  ASSERT_TRUE(a && b);
+  const uint16_t sport = a->source_port_for(0x11);
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<engine::WirePacket> batch;
+  for (int i = 0; i < 5; ++i) payloads.push_back(std::vector<uint8_t>(40 + i * 100, uint8_t(i)));
+  for (int i = 0; i < 5; ++i)
+    batch.push_back(packet_to(*a, *b, sport, payloads[i], i == 2 ? 0x02 /* ECT(0) */ : 0));
+  a->send(batch);
+  EXPECT_EQ(a->stats().tx_packets, 5u);
+
+  auto got = receive_n(*b, 5);
+  ASSERT_EQ(got.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    const auto& p = got[i].p;
+    EXPECT_EQ(got[i].bytes, payloads[i]) << i;
+    EXPECT_FALSE(p.ip.ipv6);
+    EXPECT_EQ(p.ip.src, kA.bytes);
+    EXPECT_EQ(p.ip.dst, kB.bytes);  // from IP_PKTINFO
+    EXPECT_EQ(p.ip.src_port, sport);
+    EXPECT_EQ(p.ip.dst_port, b->port());
+    EXPECT_EQ(p.ip.ip_id, 0);
+    EXPECT_EQ(p.ip.ip_flags_frag, 0x4000);
+    EXPECT_EQ(p.tos, i == 2 ? 0x02 : 0x00) << i;
+  }
+  EXPECT_EQ(b->stats().rx_packets, 5u);
+}
+
+TEST(UdpPort, receive__pktinfo_reports_the_header_destination) {
+  // A socket bound to 0.0.0.0 still reports the address the packet was sent to.
+  UdpPortOptions o;
+  o.address = IpAddress::v4(0, 0, 0, 0);
+  o.port = 0;
+  int err = 0;
+  auto any = UdpPort::open(o, err);
+  ASSERT_NE(any, nullptr);
+  auto a = open_port(kA);
+  std::vector<uint8_t> bytes(16, 7);
+  engine::WirePacket p = packet_to(*a, *any, a->source_port_for(3), bytes);
+  p.ip.dst = IpAddress::v4(127, 0, 0, 233).bytes;
+  a->send({&p, 1});
+  auto got = receive_n(*any, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].p.ip.dst, IpAddress::v4(127, 0, 0, 233).bytes);
+}
+
+TEST(UdpPort, receive__nothing_waiting_returns_zero) {
+  auto a = open_port(kA);
+  RecvBatch batch;
+  EXPECT_EQ(a->receive(batch), 0u);
+  EXPECT_TRUE(batch.packets().empty());
+}
+
+TEST(UdpPort, receive__more_than_a_batch_comes_in_batches) {
+  auto a = open_port(kA), b = open_port(kB);
+  std::vector<uint8_t> bytes(32, 1);
+  std::vector<engine::WirePacket> batch(100, packet_to(*a, *b, a->source_port_for(9), bytes));
+  a->send(batch);
+  RecvBatch rb(64);
+  ASSERT_TRUE(wait_readable(b->fd()));
+  EXPECT_EQ(b->receive(rb), 64u);
+  EXPECT_EQ(b->receive(rb), 36u);
+  EXPECT_EQ(b->receive(rb), 0u);
+}
+
+TEST(UdpPort, source_port_for__stable_in_range_and_really_used) {
+  auto a = open_port(kA);
+  // A plain socket plays the peer, so recvfrom reports what the kernel really sent from.
+  int peer = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_storage sa;
+  socklen_t len = kB.to_sockaddr(0, sa);
+  ASSERT_EQ(bind(peer, reinterpret_cast<sockaddr*>(&sa), len), 0);
+  getsockname(peer, reinterpret_cast<sockaddr*>(&sa), &len);
+  uint16_t peer_port = ntohs(reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+
+  for (uint32_t qpn : {1u, 2u, 17u, 0xabcdu, 0xffffffu}) {
+    uint16_t sport = a->source_port_for(qpn);
+    EXPECT_EQ(a->source_port_for(qpn), sport);
+    EXPECT_GE(sport, 0xC000);
+    std::vector<uint8_t> bytes(8, uint8_t(qpn));
+    engine::WirePacket p;
+    p.ip.src = kA.bytes;
+    p.ip.dst = kB.bytes;
+    p.ip.src_port = sport;
+    p.ip.dst_port = peer_port;
+    p.data = bytes;
+    a->send({&p, 1});
+    ASSERT_TRUE(wait_readable(peer));
+    sockaddr_in from{};
+    socklen_t flen = sizeof from;
+    uint8_t buf[64];
+    ASSERT_EQ(recvfrom(peer, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &flen), 8);
+    EXPECT_EQ(ntohs(from.sin_port), sport) << qpn;
+    EXPECT_EQ(from.sin_addr.s_addr, *reinterpret_cast<const uint32_t*>(kA.bytes.data()));
+  }
+  close(peer);
+}
+
+TEST(UdpPort, source_port_for__different_qpns_spread_over_ports) {
+  auto a = open_port(kA);
+  std::vector<uint16_t> ports;
+  for (uint32_t qpn = 1; qpn <= 64; ++qpn) ports.push_back(a->source_port_for(qpn));
+  std::sort(ports.begin(), ports.end());
+  size_t distinct = std::unique(ports.begin(), ports.end()) - ports.begin();
+  EXPECT_GE(distinct, 8u);   // 64 QPNs over a pool of 16 sockets
+  EXPECT_LE(distinct, 16u);
+}
+
+TEST(UdpPort, source_port_for__taken_port_moves_to_the_next_free_one) {
+  const uint32_t qpn = 0x42;
+  const uint16_t preferred = preferred_source_port(qpn);
+  int squatter = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_storage sa;
+  socklen_t len = kA.to_sockaddr(preferred, sa);
+  if (bind(squatter, reinterpret_cast<sockaddr*>(&sa), len) != 0) GTEST_SKIP() << "port busy";
+  auto a = open_port(kA);
+  uint16_t sport = a->source_port_for(qpn);
+  EXPECT_NE(sport, preferred);
+  EXPECT_GE(sport, 0xC000);
+  close(squatter);
+}
+
+TEST(UdpPort, send__wrong_address_family_is_dropped_and_counted) {
+  auto a = open_port(kA), b = open_port(kB);
+  std::vector<uint8_t> bytes(8, 0);
+  engine::WirePacket p = packet_to(*a, *b, a->source_port_for(1), bytes);
+  p.ip.ipv6 = true;
+  a->send({&p, 1});
+  EXPECT_EQ(a->stats().tx_dropped, 1u);
+  EXPECT_EQ(a->stats().tx_packets, 0u);
+}
+
+TEST(UdpPort, send__ipv6_loopback) {
+  IpAddress v6;
+  ASSERT_TRUE(IpAddress::parse("::1", v6));
+  UdpPortOptions o;
+  o.address = v6;
+  o.port = 0;
+  int err = 0;
+  auto a = UdpPort::open(o, err);
+  if (!a) GTEST_SKIP() << "no IPv6 loopback: " << std::strerror(err);
+  auto b = UdpPort::open(o, err);
+  ASSERT_NE(b, nullptr);
+  std::vector<uint8_t> bytes(100, 0x5a);
+  const uint16_t sport = a->source_port_for(77);
+  a->send(std::vector<engine::WirePacket>{packet_to(*a, *b, sport, bytes, 0x01)});
+  auto got = receive_n(*b, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].p.ip.ipv6);
+  EXPECT_EQ(got[0].p.ip.src, v6.bytes);
+  EXPECT_EQ(got[0].p.ip.dst, v6.bytes);
+  EXPECT_EQ(got[0].p.ip.src_port, sport);
+  EXPECT_EQ(got[0].p.tos, 0x01);
+  EXPECT_EQ(got[0].bytes, bytes);
+}
+
+TEST(PcapWriter, write_packet__sent_and_received_frames_land_in_the_file) {
+  char path[] = "/tmp/vrnic_udp_test_XXXXXX";
+  int tmp = mkstemp(path);
+  ASSERT_GE(tmp, 0);
+  close(tmp);
+  int err = 0;
+  auto pcap = PcapWriter::open(path, err);
+  ASSERT_NE(pcap, nullptr);
+  auto a = open_port(kA, pcap.get()), b = open_port(kB, pcap.get());
+  std::vector<uint8_t> bytes(60, 0x33);
+  a->send(std::vector<engine::WirePacket>{packet_to(*a, *b, a->source_port_for(5), bytes)});
+  ASSERT_EQ(receive_n(*b, 1).size(), 1u);
+  EXPECT_EQ(pcap->frames(), 2u);
+  pcap.reset();  // flush and close
+
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)), {});
+  std::remove(path);
+  ASSERT_GE(file.size(), 24u);
+  uint32_t magic, linktype;
+  std::memcpy(&magic, &file[0], 4);
+  std::memcpy(&linktype, &file[20], 4);
+  EXPECT_EQ(magic, 0xa1b2c3d4u);
+  EXPECT_EQ(linktype, 1u);
+  size_t off = 24;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_GE(file.size(), off + 16);
+    uint32_t incl;
+    std::memcpy(&incl, &file[off + 8], 4);
+    EXPECT_EQ(incl, 14u + 20u + 8u + bytes.size());
+    ASSERT_GE(file.size(), off + 16 + incl);
+    wire::IpUdpInfo ip;
+    auto payload = wire::parse_frame(std::span<const uint8_t>(&file[off + 16], incl), ip);
+    EXPECT_EQ(std::vector<uint8_t>(payload.begin(), payload.end()), bytes);
+    EXPECT_EQ(ip.src, kA.bytes);
+    EXPECT_EQ(ip.dst, kB.bytes);
+    off += 16 + incl;
+  }
+  EXPECT_EQ(off, file.size());
+}
+
+TEST(PcapWriter, expand_pid__replaces_percent_p) {
+  EXPECT_EQ(expand_pid("/tmp/x-%p.pcap"), "/tmp/x-" + std::to_string(getpid()) + ".pcap");
+  EXPECT_EQ(expand_pid("/tmp/plain.pcap"), "/tmp/plain.pcap");
+}
+
+TEST(IpAddress, parse__v4_v6_and_mapped) {
+  IpAddress a;
+  ASSERT_TRUE(IpAddress::parse("127.0.0.5", a));
+  EXPECT_FALSE(a.ipv6);
+  EXPECT_EQ(a.to_string(), "127.0.0.5");
+  auto g = a.gid();
+  EXPECT_EQ(g[10], 0xff);
+  EXPECT_EQ(g[11], 0xff);
+  EXPECT_EQ(g[15], 5);
+  EXPECT_EQ(IpAddress::from_gid(g), a);
+  ASSERT_TRUE(IpAddress::parse("::ffff:10.1.2.3", a));
+  EXPECT_FALSE(a.ipv6);
+  EXPECT_EQ(a.to_string(), "10.1.2.3");
+  ASSERT_TRUE(IpAddress::parse("fd00::1", a));
+  EXPECT_TRUE(a.ipv6);
+  EXPECT_EQ(a.gid(), a.bytes);
+  EXPECT_FALSE(IpAddress::parse("not-an-address", a));
+}
+
+}  // namespace
+}  // namespace vrnic::transport
