@@ -16,6 +16,9 @@ struct IpUdpInfo {
   uint16_t dst_port = 4791;
   uint16_t ip_id = 0;            // IPv4 identification (not masked by the ICRC)
   uint16_t ip_flags_frag = 0x4000;  // IPv4 flags + fragment offset: DF set, as vrnic sends
+  // True when ip_id / ip_flags_frag were read from the packet itself (a capture, a raw
+  // socket): verify_icrc then checks them as given and never solves for the ID.
+  bool ip_id_known = false;
 };
 
 // ICRC of a transport packet. `transport` is BTH .. end of payload+pad, without the ICRC.
@@ -40,7 +43,8 @@ enum class IcrcVerdict : uint8_t {
 // the IPv4 identification field, which the ICRC covers; peers such as ConnectX NICs send a
 // non-zero one. When the check with ip.ip_id fails for IPv4, the 16 ID bits are solved for
 // (the CRC is affine in them, so this is a 32x16 linear system over GF(2)) with DF set and
-// clear; the packet is accepted if some ID makes the ICRC match. See docs/protocol.md.
+// clear; the packet is accepted if some ID makes the ICRC match. ip.ip_id_known turns the
+// recovery off. See docs/protocol.md.
 IcrcVerdict verify_icrc(const IpUdpInfo& ip, std::span<const uint8_t> udp_payload,
                         uint16_t* recovered_ip_id = nullptr);
 

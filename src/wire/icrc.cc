@@ -1,0 +1,236 @@
+// ICRC computation (IBA Annex A17.3.3) over zlib's CRC-32, and its check with an unseen IPv4 ID.
+#include "wire/icrc.h"
+
+#include <zlib.h>
+
+#include <bit>
+#include <cstring>
+
+#include "wire/headers.h"
+
+namespace vrnic::wire {
+namespace {
+
+constexpr size_t kIpv4HeaderSize = 20, kIpv6HeaderSize = 40, kUdpHeaderSize = 8;
+constexpr size_t kLeadOnes = 8;  // A17.3.3: the CRC starts over 64 bits of 1s (the LRH on IB)
+// BTH byte 4 (Resv8a) is replaced by 1s: on InfiniBand it carries FECN/BECN, which switches
+// may change in flight.
+constexpr size_t kBthMaskedByte = 4;
+// Where the IPv4 ID (then flags+fragment offset) sit in the CRC input: after the 8 bytes
+// of 1s and 4 bytes of IPv4 header.
+constexpr size_t kIpIdOffset = kLeadOnes + 4;
+
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+// CRC-32 of `prefix` (the 1s and the masked IP/UDP headers) followed by the transport
+// packet with BTH byte 4 set to 1s.
+uint32_t crc_with_transport(const uint8_t* prefix, size_t prefix_len,
+                            std::span<const uint8_t> transport) {
+  uLong crc = crc32_z(0, prefix, prefix_len);
+  const size_t head = transport.size() < kBthSize ? transport.size() : kBthSize;
+  uint8_t bth[kBthSize];
+  std::memcpy(bth, transport.data(), head);
+  if (head > kBthMaskedByte) bth[kBthMaskedByte] = 0xff;
+  crc = crc32_z(crc, bth, head);
+  crc = crc32_z(crc, transport.data() + head, transport.size() - head);
+  return static_cast<uint32_t>(crc);
+}
+
+// Writes 1s, the IP header with its variant fields as 1s (A17.3.3) and the UDP header with
+// its checksum as 1s; returns the number of bytes written.
+size_t masked_prefix(const IpUdpInfo& ip, size_t transport_size, uint8_t* out) {
+  const size_t udp_len = kUdpHeaderSize + transport_size + kIcrcSize;
+  std::memset(out, 0xff, kLeadOnes);
+  uint8_t* h = out + kLeadOnes;
+  if (ip.ipv6) {
+    h[0] = 0x6f;  // version 6; traffic class and flow label masked
+    h[1] = h[2] = h[3] = 0xff;
+    put16(h + 4, static_cast<uint16_t>(udp_len));
+    h[6] = 17;    // next header: UDP
+    h[7] = 0xff;  // hop limit masked
+    std::memcpy(h + 8, ip.src.data(), 16);
+    std::memcpy(h + 24, ip.dst.data(), 16);
+    h += kIpv6HeaderSize;
+  } else {
+    h[0] = 0x45;
+    h[1] = 0xff;  // TOS (DSCP/ECN) masked
+    put16(h + 2, static_cast<uint16_t>(kIpv4HeaderSize + udp_len));
+    put16(h + 4, ip.ip_id);
+    put16(h + 6, ip.ip_flags_frag);
+    h[8] = 0xff;  // TTL masked
+    h[9] = 17;
+    h[10] = h[11] = 0xff;  // header checksum masked
+    std::memcpy(h + 12, ip.src.data(), 4);
+    std::memcpy(h + 16, ip.dst.data(), 4);
+    h += kIpv4HeaderSize;
+  }
+  put16(h, ip.src_port);
+  put16(h + 2, ip.dst_port);
+  put16(h + 4, static_cast<uint16_t>(udp_len));
+  h[6] = h[7] = 0xff;  // UDP checksum masked
+  h += kUdpHeaderSize;
+  return static_cast<size_t>(h - out);
+}
+
+// The linear part of the CRC of a 4-byte message holding 1 << bit (big-endian): what a
+// change of that bit of the IPv4 ID:flags word adds to the CRC register right after it.
+struct FieldBasis {
+  uint32_t lin[32];
+  FieldBasis() {
+    const uint8_t zero[4] = {};
+    const uLong crc_zero = crc32_z(0, zero, 4);
+    for (int bit = 0; bit < 32; ++bit) {
+      const uint32_t v = 1u << bit;
+      const uint8_t b[4] = {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
+                            static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
+      lin[bit] = static_cast<uint32_t>(crc32_z(0, b, 4) ^ crc_zero);
+    }
+  }
+};
+
+// A basis of the span of the 16 ID-bit deltas, kept in reduced form by pivot bit, with the
+// set of ID bits that makes up each vector.
+class IdSolver {
+ public:
+  void add(uint32_t v, uint16_t ids) {
+    while (v != 0) {
+      const int p = 31 - std::countl_zero(v);
+      if (vec_[p] == 0) {
+        vec_[p] = v;
+        ids_[p] = ids;
+        return;
+      }
+      v ^= vec_[p];
+      ids ^= ids_[p];
+    }
+  }
+  // The ID bits whose deltas add up to target, if any.
+  bool solve(uint32_t target, uint16_t& ids) const {
+    ids = 0;
+    while (target != 0) {
+      const int p = 31 - std::countl_zero(target);
+      if (vec_[p] == 0) return false;
+      target ^= vec_[p];
+      ids ^= ids_[p];
+    }
+    return true;
+  }
+
+ private:
+  uint32_t vec_[32] = {};
+  uint16_t ids_[32] = {};
+};
+
+// Decision (see docs/protocol.md, "ICRC and the unseen IPv4 ID"): the ICRC covers the IPv4
+// identification, which a UDP socket never shows the receiver, and peer NICs fill it with
+// their own counter. CRC-32 is affine over GF(2) for a fixed length, so
+//   icrc(id, flags) = icrc(id0, flags0) ^ L((id ^ id0) << 16 | (flags ^ flags0)),
+// where L is linear and is the CRC register's shift of each changed bit across the bytes
+// that follow it. We solve L(x << 16) = stored ^ icrc(id0, flags0) ^ L(flags ^ flags0) for
+// the 16 bits of x, with DF set and with DF clear. The 16 deltas are independent (a CRC
+// with a degree-32 generator maps 16-bit messages injectively), so each solve has at most
+// one answer. No second pass over the payload is needed: only the first CRC, one
+// crc32_combine_gen for the shift length and 32 GF(2) multiplies.
+IcrcVerdict recover_ip_id(const IpUdpInfo& ip, uint32_t computed, uint32_t stored,
+                          size_t transport_size, uint16_t* recovered_ip_id) {
+  static const FieldBasis basis;
+  // Bytes covered by the CRC after the ID:flags word.
+  const size_t after = kLeadOnes + kIpv4HeaderSize + kUdpHeaderSize + transport_size -
+                       (kIpIdOffset + 4);
+  const uLong op = crc32_combine_gen(static_cast<z_off_t>(after));
+  uint32_t delta[32];
+  for (int bit = 0; bit < 32; ++bit) {
+    delta[bit] = static_cast<uint32_t>(crc32_combine_op(basis.lin[bit], 0, op));
+  }
+  IdSolver solver;
+  for (int i = 0; i < 16; ++i) solver.add(delta[16 + i], static_cast<uint16_t>(1u << i));
+
+  for (const uint16_t flags : {uint16_t{0x4000}, uint16_t{0x0000}}) {
+    uint32_t target = stored ^ computed;
+    const uint16_t flag_change = flags ^ ip.ip_flags_frag;
+    for (int bit = 0; bit < 16; ++bit) {
+      if (flag_change & (1u << bit)) target ^= delta[bit];
+    }
+    uint16_t id_change = 0;
+    if (solver.solve(target, id_change)) {
+      if (recovered_ip_id != nullptr) *recovered_ip_id = ip.ip_id ^ id_change;
+      return IcrcVerdict::kOkRecoveredIpId;
+    }
+  }
+  return IcrcVerdict::kBad;
+}
+
+}  // namespace
+
+uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport) {
+  uint8_t prefix[kLeadOnes + kIpv6HeaderSize + kUdpHeaderSize];
+  const size_t n = masked_prefix(ip, transport.size(), prefix);
+  return crc_with_transport(prefix, n, transport);
+}
+
+bool compute_icrc_ip_packet(std::span<const uint8_t> pkt, uint32_t& icrc) {
+  if (pkt.empty()) return false;
+  const uint8_t* p = pkt.data();
+  // The masked copy of the IP header (with options, for IPv4) and the UDP header.
+  uint8_t prefix[kLeadOnes + 60 + kUdpHeaderSize];
+  std::memset(prefix, 0xff, kLeadOnes);
+  uint8_t* h = prefix + kLeadOnes;
+  size_t ip_hdr = 0, ip_total = 0;
+  if ((p[0] >> 4) == 4) {
+    ip_hdr = static_cast<size_t>(p[0] & 0x0f) * 4;
+    if (ip_hdr < kIpv4HeaderSize || pkt.size() < ip_hdr || p[9] != 17) return false;
+    ip_total = get16(p + 2);
+    std::memcpy(h, p, ip_hdr);
+    h[1] = 0xff;
+    h[8] = 0xff;
+    h[10] = h[11] = 0xff;
+  } else if ((p[0] >> 4) == 6) {
+    ip_hdr = kIpv6HeaderSize;
+    if (pkt.size() < ip_hdr || p[6] != 17) return false;
+    ip_total = ip_hdr + get16(p + 4);
+    std::memcpy(h, p, ip_hdr);
+    h[0] |= 0x0f;
+    h[1] = h[2] = h[3] = 0xff;
+    h[7] = 0xff;
+  } else {
+    return false;
+  }
+  if (ip_total > pkt.size() || ip_total < ip_hdr + kUdpHeaderSize + kIcrcSize) return false;
+  h += ip_hdr;
+  std::memcpy(h, p + ip_hdr, kUdpHeaderSize);
+  h[6] = h[7] = 0xff;
+  h += kUdpHeaderSize;
+  const size_t start = ip_hdr + kUdpHeaderSize;
+  icrc = crc_with_transport(prefix, static_cast<size_t>(h - prefix),
+                            pkt.subspan(start, ip_total - start - kIcrcSize));
+  return true;
+}
+
+uint32_t stored_icrc(std::span<const uint8_t> udp_payload) {
+  if (udp_payload.size() < kIcrcSize) return 0;
+  const uint8_t* p = udp_payload.data() + udp_payload.size() - kIcrcSize;
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+void store_icrc(uint32_t icrc, uint8_t* out4) {
+  for (int i = 0; i < 4; ++i) out4[i] = static_cast<uint8_t>(icrc >> (8 * i));
+}
+
+IcrcVerdict verify_icrc(const IpUdpInfo& ip, std::span<const uint8_t> udp_payload,
+                        uint16_t* recovered_ip_id) {
+  if (udp_payload.size() < kIcrcSize) return IcrcVerdict::kBad;
+  const auto transport = udp_payload.first(udp_payload.size() - kIcrcSize);
+  const uint32_t stored = stored_icrc(udp_payload);
+  const uint32_t computed = compute_icrc(ip, transport);
+  if (computed == stored) return IcrcVerdict::kOk;
+  // The slow path runs only for packets that failed the direct check.
+  if (ip.ipv6 || ip.ip_id_known) return IcrcVerdict::kBad;
+  return recover_ip_id(ip, computed, stored, transport.size(), recovered_ip_id);
+}
+
+}  // namespace vrnic::wire
