@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""One-run comparison of vrnic against kernel TCP (qperf) and UCX over TCP (ucx_perftest),
+all on this machine, same sizes, same run. Prints a table with ratios, writes JSON and a PNG.
+
+  bench/run.py [--bin build/release/bin] [--out bench/out] [--quick]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import time
+
+BW_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
+LAT_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
+PERFTEST_MB = 1048576  # perftest's "MB/sec" is MiB/s (1 MB = 2^20 bytes)
+
+
+def pair(server, client, timeout=120, env=None, settle=0.5):
+    s = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    time.sleep(settle)
+    try:
+        c = subprocess.run(client, capture_output=True, text=True, timeout=timeout, env=env)
+        out_s, _ = s.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        s.kill()
+        return None, None
+    return c.stdout + c.stderr, out_s
+
+
+def vrnic_perftest(bindir, tool, size, iters):
+    vr = os.path.join(bindir, "vrnic")
+    args = [tool, "-s", str(size), "-n", str(iters)] if "atomic" not in tool else [tool, "-n", str(iters)]
+    out, _ = pair([vr, "run", "--", *args], [vr, "run", "--", *args, "127.0.0.1"])
+    if out is None:
+        return None
+    if tool.endswith("_bw"):
+        rows = BW_ROW.findall(out)
+        return {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB, "msg_rate": float(rows[-1][4]) * 1e6} if rows else None
+    rows = LAT_ROW.findall(out)
+    return {"lat_us": float(rows[-1][4])} if rows else None  # t_typical (median), one-way
+
+
+def qperf(test, size, seconds):
+    srv = subprocess.Popen(["qperf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    try:
+        out = subprocess.run(["qperf", "127.0.0.1", "-t", str(seconds), "-m", str(size), test],
+                             capture_output=True, text=True, timeout=60).stdout
+    finally:
+        srv.kill()
+    m = re.search(r"bw\s*=\s*([\d.]+)\s*(\w+)/sec", out)
+    if m:
+        scale = {"bytes": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)]
+        return {"bw_Bps": float(m.group(1)) * scale}
+    m = re.search(r"latency\s*=\s*([\d.]+)\s*(\w+)", out)
+    if m:
+        scale = {"ns": 1e-3, "us": 1, "ms": 1e3}[m.group(2)]
+        return {"lat_us": float(m.group(1)) * scale}
+    return None
+
+
+def ucx(test, size, iters):
+    env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+    out, _ = pair(["ucx_perftest"], ["ucx_perftest", "127.0.0.1", "-t", test, "-s", str(size),
+                                     "-n", str(iters)], env=env, settle=1.0)
+    if not out:
+        return None
+    m = re.search(r"^Final:\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
+                  out, re.M)
+    if not m:
+        return None
+    return {"lat_us": float(m.group(1)), "bw_Bps": float(m.group(5)) * 1048576,
+            "msg_rate": float(m.group(7))}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--bin", default=os.path.join(here, "../build/release/bin"))
+    ap.add_argument("--out", default=os.path.join(here, "out"))
+    ap.add_argument("--quick", action="store_true", help="only the figures the targets name")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    bindir = os.path.abspath(a.bin)
+    bw_sizes = [65536] if a.quick else [64, 4096, 65536, 1048576]
+    lat_sizes = [2] if a.quick else [2, 64, 4096]
+    res = []
+
+    def add(kind, name, size, r, key):
+        v = r.get(key) if r else None
+        res.append({"kind": kind, "name": name, "size": size, "metric": key, "value": v})
+        print(f"  {name:<22} {size:>8}  {key:<8} {v if v is not None else 'FAILED'}", flush=True)
+        return v
+
+    for size in bw_sizes:
+        iters = 20000 if size <= 4096 else 5000 if size <= 65536 else 500
+        for tool in ["ib_write_bw", "ib_read_bw", "ib_send_bw"]:
+            add("bw", "vrnic " + tool, size, vrnic_perftest(bindir, tool, size, iters), "bw_Bps")
+        add("bw", "qperf tcp_bw", size, qperf("tcp_bw", size, 3), "bw_Bps")
+        add("bw", "ucx tcp tag_bw", size, ucx("tag_bw", size, iters), "bw_Bps")
+    rate64 = vrnic_perftest(bindir, "ib_write_bw", 64, 20000)
+    add("rate", "vrnic ib_write_bw", 64, rate64, "msg_rate")
+    add("rate", "ucx tcp tag_bw", 64, ucx("tag_bw", 64, 20000), "msg_rate")
+    for size in lat_sizes:
+        for tool in ["ib_write_lat", "ib_read_lat", "ib_send_lat"]:
+            add("lat", "vrnic " + tool, size, vrnic_perftest(bindir, tool, size, 5000), "lat_us")
+        add("lat", "qperf tcp_lat", size, qperf("tcp_lat", size, 3), "lat_us")
+        add("lat", "ucx tcp tag_lat", max(size, 8), ucx("tag_lat", max(size, 8), 20000), "lat_us")
+        add("lat", "ucx tcp am_lat", max(size, 8), ucx("am_lat", max(size, 8), 20000), "lat_us")
+    add("lat", "vrnic ib_atomic_lat", 8, vrnic_perftest(bindir, "ib_atomic_lat", 8, 5000), "lat_us")
+
+    def get(name, size, metric):
+        for r in res:
+            if r["name"] == name and r["size"] == size and r["metric"] == metric:
+                return r["value"]
+        return None
+
+    targets = [
+        ("ib_write_bw 64KiB / qperf tcp_bw 64KiB", get("vrnic ib_write_bw", 65536, "bw_Bps"),
+         get("qperf tcp_bw", 65536, "bw_Bps"), ">=", 1.0),
+        ("ib_write_lat 2B / ucx tcp tag_lat 8B", get("vrnic ib_write_lat", 2, "lat_us"),
+         get("ucx tcp tag_lat", 8, "lat_us"), "<=", 1.0),
+        ("ib_write_lat 2B / qperf tcp_lat 2B", get("vrnic ib_write_lat", 2, "lat_us"),
+         get("qperf tcp_lat", 2, "lat_us"), "<=", 1.0),
+        ("ib_write_bw 64B rate / ucx tcp tag_bw 64B rate", get("vrnic ib_write_bw", 64, "msg_rate"),
+         get("ucx tcp tag_bw", 64, "msg_rate"), ">=", 3.0),
+    ]
+    print("\n| figure | vrnic | peer | ratio | target | met |\n|---|---|---|---|---|---|")
+    summary = []
+    for name, v, p, op, goal in targets:
+        ratio = v / p if v and p else None
+        met = ratio is not None and (ratio >= goal if op == ">=" else ratio <= goal)
+        summary.append({"figure": name, "vrnic": v, "peer": p, "ratio": ratio, "target": f"{op} {goal}", "met": met})
+        fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
+        print(f"| {name} | {fmt(v)} | {fmt(p)} | {fmt(ratio)} | {op} {goal} | {'yes' if met else 'no'} |")
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"results": res, "targets": summary}, f, indent=1)
+    try:
+        plot(res, os.path.join(a.out, "results.png"))
+    except Exception as e:  # matplotlib missing: the table and JSON still stand
+        print(f"plot skipped: {e}")
+    print(f"\nwrote {a.out}/results.json and results.png")
+
+
+def plot(res, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (bw, lat) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for kind, ax, metric, scale, label in [("bw", bw, "bw_Bps", 1e9, "GB/s"), ("lat", lat, "lat_us", 1, "µs (one way)")]:
+        names = sorted({r["name"] for r in res if r["kind"] == kind})
+        for n in names:
+            pts = sorted((r["size"], r["value"] / scale) for r in res
+                         if r["kind"] == kind and r["name"] == n and r["value"] is not None)
+            if pts:
+                ax.plot(*zip(*pts), marker="o", linestyle="-" if n.startswith("vrnic") else "--", label=n)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    bw.set_title("bandwidth")
+    lat.set_title("latency")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
