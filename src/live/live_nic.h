@@ -5,6 +5,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "engine/device.h"
 
@@ -34,10 +35,19 @@ class LiveNic {
 
   // Every engine call goes through here, under the device lock:
   //   nic->locked([&](engine::Device& d) { ... });
+  // Afterwards the progress thread is woken if the call armed a timer earlier than the one
+  // it sleeps towards (so callers need not kick() after a doorbell).
   template <typename F>
   auto locked(F&& f) {
     std::lock_guard<std::mutex> g(mu_);
-    return f(*device_);
+    if constexpr (std::is_void_v<decltype(f(*device_))>) {
+      f(*device_);
+      after_call_locked();
+    } else {
+      auto r = f(*device_);
+      after_call_locked();
+      return r;
+    }
   }
 
   // poll_cq with progress: when the CQ is empty, first receives and processes whatever
@@ -47,9 +57,17 @@ class LiveNic {
   // Wakes the progress thread (after a doorbell that left work for later, e.g. a timer).
   void kick();
 
+  // The counters as the engine keeps them (in the shared counters file when there is one;
+  // read them under locked() for exact values).
+  const engine::Counters& counters() const;
+  // "/dev/shm/vrnic.<pid>.vrnic0", or empty if the file could not be created.
+  const std::string& counters_path() const;
+
  private:
   LiveNic();
   ~LiveNic();
+  void after_call_locked();  // mu_ held
+  static void finish_at_exit();  // atexit: stop the thread, flush, unlink (device kept)
   struct Impl;
   Impl* impl_ = nullptr;
   std::mutex mu_;

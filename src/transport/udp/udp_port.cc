@@ -276,11 +276,13 @@ size_t UdpPort::receive(RecvBatch& batch) {
     h.msg_controllen = kCmsgBytes;
   }
   batch.packets_.clear();
+  batch.datagrams_ = 0;
   int r;
   do {
     r = recvmmsg(rx_fd_, s.msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT, nullptr);
   } while (r < 0 && errno == EINTR);
   if (r <= 0) return 0;
+  batch.datagrams_ = static_cast<size_t>(r);
 
   for (int k = 0; k < r; ++k) {
     msghdr& h = s.msgs[k].msg_hdr;

@@ -46,11 +46,14 @@ class RecvBatch {
 
   std::span<const engine::WirePacket> packets() const { return packets_; }
   size_t capacity() const { return capacity_; }
+  // Datagrams the last receive took from the socket (before drops and injected faults).
+  size_t datagrams() const { return datagrams_; }
 
  private:
   friend class UdpPort;
   struct Slots;
   size_t capacity_;
+  size_t datagrams_ = 0;
   std::unique_ptr<Slots> slots_;
   std::vector<engine::WirePacket> packets_;
 };

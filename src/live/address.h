@@ -1,0 +1,27 @@
+// Device address allocation: VRNIC_IP, or the first free loopback address, held by a bind.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "transport/udp/udp_port.h"
+
+namespace vrnic::live {
+
+// Opens the device's UDP port (RoCEv2, 4791). With `requested` non-empty (VRNIC_IP) that
+// address is used; otherwise 127.0.0.1 .. 127.0.0.254 are tried in order and the first on
+// which (address, 4791) can be bound is taken. The exclusive bind is the lock between
+// processes: it is held as long as the port is open. Returns null and sets err: EINVAL (not
+// an address), EADDRINUSE (taken / none free), or the bind's errno; `message` says why.
+std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requested,
+                                                     transport::UdpPortOptions options,
+                                                     int& err, std::string& message);
+
+// MTU of the interface holding `address` (0 if not found).
+int interface_mtu(const transport::IpAddress& address);
+
+// The largest IB path MTU (IBV_MTU_* enum, 1..5) whose packets, with IP, UDP, BTH, RETH,
+// ImmDt and ICRC around them, fit in an interface MTU of `if_mtu`; at most `max_mtu`.
+uint8_t ib_mtu_for(int if_mtu, bool ipv6, uint8_t max_mtu);
+
+}  // namespace vrnic::live

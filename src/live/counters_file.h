@@ -1,0 +1,88 @@
+// The counters file: engine::Counters of a running program in /dev/shm, readable from outside.
+//
+// Layout (all integers host order, the file is only read on the host that wrote it):
+//   [0, 256)                  CountersFileHeader
+//   [counters_offset, +8*n)   n uint64 counters, in VRNIC_COUNTERS order (engine::Counters)
+//   [names_offset, +names_bytes)  their names, each NUL-terminated, in the same order
+// The engine updates the counters in place; a reader sees each 8-byte counter whole (aligned
+// loads), not a consistent snapshot of all of them.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/counters.h"
+
+namespace vrnic::live {
+
+inline constexpr char kCountersMagic[8] = {'V', 'R', 'N', 'I', 'C', 'C', 'T', 'R'};
+inline constexpr uint32_t kCountersVersion = 1;
+inline constexpr const char* kCountersDir = "/dev/shm";
+
+struct CountersFileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_bytes;     // 256
+  uint32_t counters_offset;  // bytes from the start of the file
+  uint32_t counter_count;
+  uint32_t names_offset;
+  uint32_t names_bytes;
+  int32_t pid;
+  uint32_t reserved0;
+  uint64_t start_realtime_ns;  // when the device was opened (CLOCK_REALTIME)
+  char device[16];             // "vrnic0"
+  char ip[48];                 // "127.0.0.2" or an IPv6 literal
+  char program[64];            // the program's short name
+  char reserved[256 - 48 - 16 - 48 - 64];
+};
+static_assert(sizeof(CountersFileHeader) == 256);
+
+// "/dev/shm/vrnic.<pid>.<device>"
+std::string counters_path(pid_t pid, const std::string& device);
+
+// The writer's side: creates the file and maps it; counters() points into the mapping.
+class CountersFile {
+ public:
+  CountersFile() = default;
+  ~CountersFile();  // unmaps and unlinks
+  CountersFile(const CountersFile&) = delete;
+  CountersFile& operator=(const CountersFile&) = delete;
+
+  // Returns 0 or an errno value (then counters() is null and the device counts privately).
+  int create(const std::string& device, const std::string& ip, const std::string& program);
+  engine::Counters* counters() const { return counters_; }
+  const std::string& path() const { return path_; }
+  // Unlinks the file; the mapping stays valid (the engine may still count into it).
+  void unlink_file();
+  // Unmaps and unlinks (idempotent).
+  void remove();
+
+ private:
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  engine::Counters* counters_ = nullptr;
+  std::string path_;
+};
+
+// The reader's side: one file's header and its counters by name.
+struct CountersSnapshot {
+  std::string path;
+  pid_t pid = 0;
+  std::string device, ip, program;
+  uint64_t start_realtime_ns = 0;
+  std::vector<std::pair<std::string, uint64_t>> counters;
+};
+
+// Reads one counters file; false if it is not a valid one.
+bool read_counters_file(const std::string& path, CountersSnapshot& out);
+// Every counters file of a live process (stale files of dead pids are skipped), optionally
+// only those of one pid.
+std::vector<CountersSnapshot> read_all_counters(pid_t only_pid = 0);
+
+// Nonzero counters as "name value" lines.
+std::string format_nonzero(const engine::Counters& c);
+
+}  // namespace vrnic::live

@@ -1,0 +1,85 @@
+// Tests of the shared counters file: what a writer maps, a reader in another process sees.
+#include "live/counters_file.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+namespace vrnic::live {
+namespace {
+
+TEST(CountersFile, create__reader_sees_header_and_live_values) {
+  CountersFile f;
+  ASSERT_EQ(f.create("vrnictest", "127.0.0.9", "prog"), 0);
+  EXPECT_EQ(f.path(), counters_path(getpid(), "vrnictest"));
+  f.counters()->tx_packets = 12;
+  f.counters()->rx_icrc_errors = 3;
+
+  CountersSnapshot s;
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  EXPECT_EQ(s.pid, getpid());
+  EXPECT_EQ(s.device, "vrnictest");
+  EXPECT_EQ(s.ip, "127.0.0.9");
+  EXPECT_EQ(s.program, "prog");
+  EXPECT_GT(s.start_realtime_ns, 0u);
+  ASSERT_EQ(s.counters.size(), sizeof(engine::Counters) / 8);
+  EXPECT_EQ(s.counters.front().first, "tx_packets");
+  EXPECT_EQ(s.counters.front().second, 12u);
+  bool found = false;
+  for (auto& [name, value] : s.counters)
+    if (name == "rx_icrc_errors") found = value == 3;
+  EXPECT_TRUE(found);
+
+  // Updates after the reader's first look are visible to the next one.
+  f.counters()->tx_packets = 13;
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  EXPECT_EQ(s.counters.front().second, 13u);
+}
+
+TEST(CountersFile, remove__unlinks) {
+  CountersFile f;
+  ASSERT_EQ(f.create("vrnictest2", "::1", "prog"), 0);
+  std::string path = f.path();
+  EXPECT_EQ(access(path.c_str(), F_OK), 0);
+  f.remove();
+  EXPECT_NE(access(path.c_str(), F_OK), 0);
+  EXPECT_EQ(f.counters(), nullptr);
+}
+
+TEST(ReadAllCounters, stale_file_of_a_dead_pid__is_skipped) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Leave the file behind, as a killed program would.
+    auto* f = new CountersFile();
+    _exit(f->create("vrnicstale", "127.0.0.10", "dead") == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::string stale = counters_path(child, "vrnicstale");
+  ASSERT_EQ(access(stale.c_str(), F_OK), 0);
+
+  CountersFile mine;
+  ASSERT_EQ(mine.create("vrnicalive", "127.0.0.11", "alive"), 0);
+  bool saw_mine = false, saw_stale = false;
+  for (const auto& s : read_all_counters()) {
+    saw_mine |= s.path == mine.path();
+    saw_stale |= s.path == stale;
+  }
+  EXPECT_TRUE(saw_mine);
+  EXPECT_FALSE(saw_stale);
+  EXPECT_EQ(read_all_counters(getpid()).size(), 1u);
+  unlink(stale.c_str());
+}
+
+TEST(FormatNonzero, prints_only_nonzero_in_order) {
+  engine::Counters c;
+  c.rx_packets = 5;
+  c.tx_packets = 7;
+  EXPECT_EQ(format_nonzero(c), "tx_packets 7\nrx_packets 5\n");
+}
+
+}  // namespace
+}  // namespace vrnic::live

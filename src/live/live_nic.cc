@@ -1,0 +1,344 @@
+// LiveNic: the process-wide device — UDP port, wall clock, counters file, progress thread.
+//
+// Locking: mu_ (the device lock) serialises every engine call and every use of the UdpPort
+// (send happens inside engine calls; recvmmsg happens under mu_ so that packets enter the
+// engine in the order the socket delivered them, whichever thread receives them). mu_ is
+// never held across a blocking call: the progress thread sleeps in ppoll() without it.
+// g_mu guards the singleton pointer and its reference count; it is taken before mu_.
+#include "live/live_nic.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <thread>
+
+#include "live/address.h"
+#include "live/counters_file.h"
+#include "transport/udp/fault_injector.h"
+#include "transport/udp/log.h"
+#include "transport/udp/pcap_writer.h"
+#include "transport/udp/udp_port.h"
+
+extern char* program_invocation_short_name;
+
+namespace vrnic::live {
+namespace {
+
+constexpr uint64_t kNoTimer = UINT64_MAX;
+// Receive batches handled per lock hold before the lock is offered to application threads.
+constexpr int kBatchesPerHold = 8;
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+class WallClock final : public engine::Clock {
+ public:
+  uint64_t now_ns() const override { return monotonic_ns(); }
+};
+
+class CallbackSink final : public engine::EventSink {
+ public:
+  explicit CallbackSink(const LiveNicCallbacks& cb) : cb_(cb) {}
+  void on_cq_event(engine::Cq* cq, void* ctx) override {
+    if (cb_.on_cq_event) cb_.on_cq_event(cq, ctx);
+  }
+  void on_async_event(const engine::AsyncEvent& ev) override {
+    if (cb_.on_async_event) cb_.on_async_event(ev);
+  }
+
+ private:
+  LiveNicCallbacks cb_;
+};
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+std::mutex g_mu;
+LiveNic* g_nic = nullptr;
+int g_refs = 0;
+bool g_atexit_registered = false;
+
+}  // namespace
+
+struct LiveNic::Impl {
+  explicit Impl(const LiveNicCallbacks& cb) : sink(cb) {}
+
+  std::string name = "vrnic0";
+  std::string ip_string;
+  bool ipv6 = false;
+  engine::Gid gid;
+  WallClock clock;
+  CallbackSink sink;
+  std::unique_ptr<transport::PcapWriter> pcap;
+  std::unique_ptr<transport::FaultInjector> faults;
+  std::unique_ptr<transport::UdpPort> port;
+  std::unique_ptr<engine::Device> device;
+  CountersFile counters_file;
+  transport::RecvBatch batch;  // used only under mu_
+  int kick_fd = -1;
+  pid_t owner_pid = 0;
+  std::thread* thread = nullptr;  // heap: a forked child must never destroy the parent's
+  std::atomic<bool> stop{false};
+  uint64_t thread_deadline_ns = kNoTimer;  // what the progress thread sleeps towards; mu_
+  bool finished = false;                   // thread stopped, stats printed; mu_
+  LiveNic* nic = nullptr;
+
+  int start();  // 0 or errno
+  void progress_loop();
+  void stop_thread();
+  // Stops the thread, flushes the capture, prints the counters (VRNIC_STATS), unlinks the
+  // counters file. Idempotent; g_mu held, mu_ not.
+  void finish();
+};
+
+LiveNic::LiveNic() = default;
+
+LiveNic::~LiveNic() {
+  if (!impl_) return;
+  impl_->device.reset();  // before the port and the counters mapping it points to
+  device_ = nullptr;
+  if (impl_->kick_fd >= 0) close(impl_->kick_fd);
+  delete impl_;
+}
+
+const std::string& LiveNic::name() const { return impl_->name; }
+const engine::Gid& LiveNic::gid() const { return impl_->gid; }
+const std::string& LiveNic::ip_string() const { return impl_->ip_string; }
+bool LiveNic::is_ipv6() const { return impl_->ipv6; }
+const engine::Counters& LiveNic::counters() const { return device_->counters(); }
+const std::string& LiveNic::counters_path() const { return impl_->counters_file.path(); }
+
+void LiveNic::kick() {
+  uint64_t one = 1;
+  ssize_t ignored = write(impl_->kick_fd, &one, sizeof one);
+  (void)ignored;
+}
+
+void LiveNic::after_call_locked() {
+  if (device_->next_timer_ns() < impl_->thread_deadline_ns) {
+    impl_->thread_deadline_ns = 0;  // the thread recomputes it; one kick is enough
+    kick();
+  }
+}
+
+// ---- servicing (mu_ held) -----------------------------------------------------------------
+
+namespace {
+
+// Moves up to `batches` receive batches from the socket into the engine, then runs the
+// timers if one is due. Returns true if the socket may still hold packets.
+bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
+                    engine::Device& device, engine::Clock& clock, int batches) {
+  bool more = false;
+  for (int i = 0; i < batches; ++i) {
+    size_t n = port.receive(batch);
+    if (n > 0) device.receive(batch.packets());
+    more = batch.datagrams() == batch.capacity();
+    if (!more) break;
+  }
+  if (device.next_timer_ns() <= clock.now_ns()) device.on_timer();
+  return more;
+}
+
+}  // namespace
+
+int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
+  std::lock_guard<std::mutex> g(mu_);
+  int got = device_->poll_cq(cq, out, n);
+  if (got == 0) {
+    // Busy-polling programs make progress here without waiting for the thread.
+    service_locked(*impl_->port, impl_->batch, *device_, impl_->clock, 1);
+    got = device_->poll_cq(cq, out, n);
+  }
+  after_call_locked();
+  return got;
+}
+
+// ---- the progress thread ------------------------------------------------------------------
+
+void LiveNic::Impl::progress_loop() {
+  pthread_setname_np(pthread_self(), "vrnic-progress");
+  engine::Device& device = *nic->device_;
+  for (;;) {
+    uint64_t deadline;
+    bool more;
+    {
+      std::lock_guard<std::mutex> g(nic->mu_);
+      if (stop.load(std::memory_order_relaxed)) break;
+      more = service_locked(*port, batch, device, clock, kBatchesPerHold);
+      deadline = device.next_timer_ns();
+      // Work the engine holds back (window, pacing) without a timer: look again soon.
+      if (deadline == kNoTimer && device.has_pending_tx()) deadline = clock.now_ns() + 1000000;
+      thread_deadline_ns = deadline;
+    }
+    if (more) continue;  // the socket still holds packets: no need to ask poll
+    pollfd fds[2] = {{port->fd(), POLLIN, 0}, {kick_fd, POLLIN, 0}};
+    timespec ts, *timeout = nullptr;
+    if (deadline != kNoTimer) {
+      uint64_t now = clock.now_ns();
+      uint64_t wait = deadline > now ? deadline - now : 0;
+      ts.tv_sec = static_cast<time_t>(wait / 1000000000ull);
+      ts.tv_nsec = static_cast<long>(wait % 1000000000ull);
+      timeout = &ts;
+    }
+    int r = ppoll(fds, 2, timeout, nullptr);
+    if (r > 0 && (fds[1].revents & POLLIN)) {
+      uint64_t v;
+      ssize_t ignored = read(kick_fd, &v, sizeof v);
+      (void)ignored;
+    }
+  }
+}
+
+int LiveNic::Impl::start() {
+  const char* faults_env = std::getenv("VRNIC_FAULTS");
+  transport::UdpPortOptions options;
+  if (faults_env && *faults_env) {
+    transport::FaultConfig fc;
+    std::string why;
+    if (!transport::parse_fault_config(faults_env, fc, why)) {
+      transport::error_log("VRNIC_FAULTS: %s", why.c_str());
+      return EINVAL;
+    }
+    faults = std::make_unique<transport::FaultInjector>(fc);
+    options.faults = faults.get();
+  }
+  const char* pcap_env = std::getenv("VRNIC_PCAP");
+  if (pcap_env && *pcap_env) {
+    int err = 0;
+    pcap = transport::PcapWriter::open(pcap_env, err);
+    if (!pcap) transport::error_log("VRNIC_PCAP %s: %s (no capture)", pcap_env, std::strerror(err));
+    options.pcap = pcap.get();
+  }
+
+  const char* ip_env = std::getenv("VRNIC_IP");
+  int err = 0;
+  std::string message;
+  port = open_device_port(ip_env ? ip_env : "", options, err, message);
+  if (!port) {
+    transport::error_log("cannot open %s: %s", name.c_str(), message.c_str());
+    return err;
+  }
+  ip_string = port->address().to_string();
+  ipv6 = port->address().ipv6;
+  gid.raw = port->address().gid();
+
+  engine::DeviceConfig config;
+  config.gid = gid;
+  if (int mtu = interface_mtu(port->address()); mtu > 0)
+    config.limits.active_mtu = ib_mtu_for(mtu, ipv6, config.limits.max_mtu);
+  const char* prog = program_invocation_short_name;
+  if (int e = counters_file.create(name, ip_string, prog ? prog : "?"); e != 0)
+    transport::debug_log("no counters file (%s): counting privately", std::strerror(e));
+  config.counters = counters_file.counters();
+
+  nic->device_ = new engine::Device(config, *port, clock, sink);
+  device.reset(nic->device_);
+  kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (kick_fd < 0) return errno;
+  owner_pid = getpid();
+
+  // The thread takes no signals: the program's handlers (perftest's SIGALRM for -D) run on
+  // the program's own threads.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  thread = new std::thread([this] { progress_loop(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  transport::debug_log("%s up: %s, gid index 0 %s, active mtu %u, counters %s", name.c_str(),
+                       ip_string.c_str(), ip_string.c_str(), config.limits.active_mtu,
+                       counters_file.path().c_str());
+  return 0;
+}
+
+void LiveNic::Impl::stop_thread() {
+  if (!thread) return;
+  stop.store(true);
+  uint64_t one = 1;
+  ssize_t ignored = write(kick_fd, &one, sizeof one);
+  (void)ignored;
+  thread->join();
+  delete thread;
+  thread = nullptr;
+}
+
+void LiveNic::Impl::finish() {
+  if (owner_pid != getpid()) return;  // a forked child: the thread and files are the parent's
+  stop_thread();
+  std::lock_guard<std::mutex> g(nic->mu_);
+  if (finished) return;
+  finished = true;
+  if (pcap) pcap->flush();
+  if (env_flag("VRNIC_STATS")) {
+    std::string text = format_nonzero(nic->device_->counters());
+    const auto& ps = port->stats();
+    if (ps.tx_dropped) text += "udp_tx_dropped " + std::to_string(ps.tx_dropped) + "\n";
+    if (ps.rx_truncated) text += "udp_rx_truncated " + std::to_string(ps.rx_truncated) + "\n";
+    if (ps.rx_fault_dropped)
+      text += "udp_rx_fault_dropped " + std::to_string(ps.rx_fault_dropped) + "\n";
+    const char* prog = program_invocation_short_name;
+    std::fprintf(stderr, "vrnic: %s %s (%s, pid %d) counters:\n%s", name.c_str(),
+                 ip_string.c_str(), prog ? prog : "?", static_cast<int>(getpid()), text.c_str());
+  }
+  counters_file.unlink_file();  // `vrnic stats` stops listing this program
+}
+
+// ---- acquire / release / exit -------------------------------------------------------------
+
+void LiveNic::finish_at_exit() {
+  std::lock_guard<std::mutex> g(g_mu);
+  // The device is not freed here: other threads of the program may still be inside a verb
+  // (and count into the counters mapping). Stop the thread, flush, unlink; the kernel
+  // closes the sockets.
+  if (g_nic) g_nic->impl_->finish();
+}
+
+LiveNic* LiveNic::acquire(const LiveNicCallbacks& callbacks, int& err) {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (g_nic) {
+    ++g_refs;
+    err = 0;
+    return g_nic;
+  }
+  auto* nic = new LiveNic();
+  nic->impl_ = new Impl(callbacks);
+  nic->impl_->nic = nic;
+  err = nic->impl_->start();
+  if (err != 0) {
+    nic->impl_->stop_thread();
+    delete nic;
+    return nullptr;
+  }
+  if (!g_atexit_registered) {
+    std::atexit(&LiveNic::finish_at_exit);
+    g_atexit_registered = true;
+  }
+  g_nic = nic;
+  g_refs = 1;
+  return nic;
+}
+
+void LiveNic::release(LiveNic* nic) {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (!nic || nic != g_nic || g_refs <= 0) return;
+  if (--g_refs > 0) return;
+  g_nic = nullptr;
+  nic->impl_->finish();
+  delete nic;  // the engine first, then the port and the counters mapping
+}
+
+}  // namespace vrnic::live
