@@ -1,0 +1,152 @@
+// Test-only reader of shared/vectors: the pcap frames and the flat JSON describing each.
+#pragma once
+#include <cctype>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace vrnic::wire::vector_files {
+
+using Bytes = std::vector<uint8_t>;
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Frames of a classic pcap file (either byte order, micro- or nanosecond stamps).
+inline std::vector<Bytes> read_pcap(const std::string& data) {
+  std::vector<Bytes> frames;
+  if (data.size() < 24) return frames;
+  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
+  const uint32_t magic_le = p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24;
+  bool swap;
+  if (magic_le == 0xa1b2c3d4 || magic_le == 0xa1b23c4d) {
+    swap = false;
+  } else if (magic_le == 0xd4c3b2a1 || magic_le == 0x4d3cb2a1) {
+    swap = true;
+  } else {
+    return frames;
+  }
+  auto u32 = [&](size_t off) {
+    const uint8_t* q = p + off;
+    return swap ? (static_cast<uint32_t>(q[0]) << 24 | q[1] << 16 | q[2] << 8 | q[3])
+                : (q[0] | q[1] << 8 | q[2] << 16 | static_cast<uint32_t>(q[3]) << 24);
+  };
+  size_t off = 24;
+  while (off + 16 <= data.size()) {
+    const uint32_t incl = u32(off + 8);
+    off += 16;
+    if (off + incl > data.size()) break;
+    frames.emplace_back(p + off, p + off + incl);
+    off += incl;
+  }
+  return frames;
+}
+
+// The vectors' JSON is an array of flat objects holding strings, unsigned integers and
+// booleans; this reader accepts exactly that and fails the test on anything else.
+struct Value {
+  bool is_string = false;
+  std::string str;
+  uint64_t num = 0;  // also 0/1 for booleans
+};
+using Object = std::map<std::string, Value>;
+
+class FlatJson {
+ public:
+  explicit FlatJson(const std::string& s) : s_(s) {}
+  bool parse(std::vector<Object>& out) {
+    if (!eat('[')) return false;
+    if (peek() == ']') return eat(']');
+    do {
+      Object o;
+      if (!object(o)) return false;
+      out.push_back(std::move(o));
+    } while (eat(','));
+    return eat(']');
+  }
+
+ private:
+  char peek() {
+    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+    return i_ < s_.size() ? s_[i_] : '\0';
+  }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++i_;
+    return true;
+  }
+  bool string(std::string& out) {
+    if (!eat('"')) return false;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      if (s_[i_] == '\\') return false;  // the vectors use no escapes
+      out += s_[i_++];
+    }
+    return i_++ < s_.size();
+  }
+  bool value(Value& v) {
+    const char c = peek();
+    if (c == '"') {
+      v.is_string = true;
+      return string(v.str);
+    }
+    if (s_.compare(i_, 4, "true") == 0) return i_ += 4, v.num = 1, true;
+    if (s_.compare(i_, 5, "false") == 0) return i_ += 5, v.num = 0, true;
+    if (c < '0' || c > '9') return false;
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') v.num = v.num * 10 + (s_[i_++] - '0');
+    return true;
+  }
+  bool object(Object& o) {
+    if (!eat('{')) return false;
+    do {
+      std::string key;
+      Value v;
+      if (!string(key) || !eat(':') || !value(v)) return false;
+      o[key] = v;
+    } while (eat(','));
+    return eat('}');
+  }
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+inline Bytes from_hex(const std::string& h) {
+  Bytes b;
+  for (size_t i = 0; i + 1 < h.size(); i += 2) b.push_back(std::stoi(h.substr(i, 2), nullptr, 16));
+  return b;
+}
+
+struct Vector {
+  Object json;
+  Bytes frame;
+};
+
+inline const std::vector<Vector>& vectors() {
+  static const std::vector<Vector> all = [] {
+    std::vector<Vector> v;
+    const std::string dir = VRNIC_VECTORS_DIR;
+    std::vector<Object> objs;
+    const std::string json = read_file(dir + "/rocev2.json");
+    if (!FlatJson(json).parse(objs)) return v;
+    const std::vector<Bytes> frames = read_pcap(read_file(dir + "/rocev2.pcap"));
+    if (frames.size() != objs.size()) return v;
+    for (size_t i = 0; i < objs.size(); ++i) v.push_back({objs[i], frames[i]});
+    return v;
+  }();
+  return all;
+}
+
+inline bool has(const Object& o, const char* k) { return o.count(k) != 0; }
+inline uint64_t num(const Object& o, const char* k) { return o.at(k).num; }
+
+constexpr size_t kEth = 14;
+inline size_t ip_header_size(const Vector& v) { return num(v.json, "ipv6") ? 40 : 20; }
+// The last vector was captured on a ConnectX-4 Lx: its MACs are the NIC's own and its
+// DSCP differs, so the rebuild compares from the IP header on with that TOS.
+inline bool is_hardware_capture(const Vector& v) { return v.json.at("name").str == "cx4lx_captured_cnp"; }
+
+}  // namespace vrnic::wire::vector_files
