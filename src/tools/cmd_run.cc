@@ -1,0 +1,71 @@
+// `vrnic run`: execs a program with vrnic's libibverbs.so.1 first on its library path.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace vrnic::tools {
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string find_lib_dir() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("VRNIC_LIB_DIR"); env && *env) candidates.push_back(env);
+  candidates.push_back(self_dir() + "/../lib");
+  for (const std::string& dir : candidates) {
+    char real[PATH_MAX];
+    if (access((dir + "/libibverbs.so.1").c_str(), R_OK) == 0 && realpath(dir.c_str(), real))
+      return real;
+  }
+  return "";
+}
+
+int cmd_run(const RunOptions& o) {
+  if (o.command.empty()) {
+    std::fprintf(stderr, "vrnic run: no program given (vrnic run [options] -- PROGRAM ARGS...)\n");
+    return 2;
+  }
+  std::string lib = find_lib_dir();
+  if (lib.empty()) {
+    std::fprintf(stderr,
+                 "vrnic run: vrnic's libibverbs.so.1 not found in %s/../lib (build the "
+                 "vrnic_verbs target, or set VRNIC_LIB_DIR)\n",
+                 self_dir().c_str());
+    return 127;
+  }
+  // Dynamic loading follows LD_LIBRARY_PATH before the system directories; Debian's RDMA
+  // programs carry no RUNPATH, so they and the libraries they load (librdmacm, libmlx5...)
+  // bind to vrnic's libibverbs.so.1.
+  std::string path = lib;
+  if (const char* old = std::getenv("LD_LIBRARY_PATH"); old && *old) path += ":" + std::string(old);
+  setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  if (!o.ip.empty()) setenv("VRNIC_IP", o.ip.c_str(), 1);
+  if (!o.pcap.empty()) setenv("VRNIC_PCAP", o.pcap.c_str(), 1);
+  if (!o.faults.empty()) setenv("VRNIC_FAULTS", o.faults.c_str(), 1);
+  if (o.stats) setenv("VRNIC_STATS", "1", 1);
+  if (o.debug) setenv("VRNIC_DEBUG", "1", 1);
+
+  std::vector<char*> argv;
+  for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  int e = errno;
+  std::fprintf(stderr, "vrnic run: %s: %s\n", argv[0], std::strerror(e));
+  return e == ENOENT ? 127 : 126;  // as a shell reports it
+}
+
+}  // namespace vrnic::tools

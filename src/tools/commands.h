@@ -1,0 +1,34 @@
+// The `vrnic` subcommands: each returns the process exit status (run and demo exec instead).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace vrnic::tools {
+
+struct RunOptions {
+  std::string ip, pcap, faults;
+  bool stats = false, debug = false;
+  std::vector<std::string> command;  // PROGRAM ARGS...
+};
+int cmd_run(const RunOptions& o);
+
+struct StatsOptions {
+  int pid = 0;  // 0 = every running program
+  bool all = false;  // zeros too
+};
+int cmd_stats(const StatsOptions& o);
+
+struct DevinfoOptions {
+  std::string ip;
+};
+int cmd_devinfo(const DevinfoOptions& o);
+
+int cmd_demo(const std::vector<std::string>& args);
+
+// Where this executable lives (from /proc/self/exe), without a trailing slash.
+std::string self_dir();
+// The directory holding vrnic's libibverbs.so.1: $VRNIC_LIB_DIR, else <self_dir>/../lib.
+// Empty if it holds no libibverbs.so.1.
+std::string find_lib_dir();
+
+}  // namespace vrnic::tools

@@ -1,0 +1,83 @@
+// The `vrnic` command: run, stats, devinfo, demo.
+#include <CLI/CLI.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace {
+
+// Where vrnic's own arguments end in `vrnic run [OPTIONS] [--] PROGRAM ARGS...`: at "--" or
+// at the first word that is neither an option nor an option's value. Returns the index of
+// the program name; *dashes tells whether a "--" precedes it.
+int program_index(int argc, char** argv, int first, bool* dashes) {
+  static const char* kWithValue[] = {"--ip", "--pcap", "--faults"};
+  *dashes = false;
+  for (int i = first; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      *dashes = true;
+      return i;
+    }
+    if (argv[i][0] != '-') return i;
+    for (const char* o : kWithValue)
+      if (std::strcmp(argv[i], o) == 0) ++i;  // its value follows as a separate word
+  }
+  return argc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace vrnic::tools;
+  CLI::App app{"vrnic: a software RoCEv2 RDMA NIC for unmodified verbs programs"};
+  app.require_subcommand(1);
+
+  RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "run PROGRAM on vrnic (no root, no kernel module)");
+  run_cmd->add_option("--ip", run.ip, "device address (IPv4 or IPv6); default: first free 127.0.0.x");
+  run_cmd->add_option("--pcap", run.pcap, "write every frame sent and received to FILE (%p = pid)");
+  run_cmd->add_option("--faults", run.faults,
+                      "inject faults on receive: loss=P,dup=P,reorder=P,corrupt=P,seed=N");
+  run_cmd->add_flag("--stats", run.stats, "print the nonzero counters to stderr at exit");
+  run_cmd->add_flag("--debug", run.debug, "debug messages on stderr");
+  run_cmd->footer("usage: vrnic run [OPTIONS] [--] PROGRAM [ARGS...]");
+
+  StatsOptions stats;
+  auto* stats_cmd = app.add_subcommand("stats", "counters of running vrnic programs");
+  stats_cmd->add_option("pid", stats.pid, "only this process");
+  stats_cmd->add_flag("--all", stats.all, "also counters that are zero");
+
+  DevinfoOptions devinfo;
+  auto* devinfo_cmd = app.add_subcommand("devinfo", "what the device would advertise here");
+  devinfo_cmd->add_option("--ip", devinfo.ip,
+                          "device address; default VRNIC_IP or the first free 127.0.0.x");
+
+  app.add_subcommand("demo", "run Debian's perftest and ibverbs-utils on vrnic (--help: its options)");
+
+  // The program's own arguments (run) and the demo's are not vrnic's to parse.
+  int parse_argc = argc;
+  std::vector<std::string> rest;
+  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) {
+    bool dashes = false;
+    parse_argc = program_index(argc, argv, 2, &dashes);
+    rest.assign(argv + parse_argc + (dashes ? 1 : 0), argv + argc);
+  } else if (argc >= 2 && std::strcmp(argv[1], "demo") == 0) {
+    parse_argc = 2;
+    rest.assign(argv + 2, argv + argc);
+  }
+  try {
+    app.parse(parse_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  if (*run_cmd) {
+    run.command = rest;
+    return cmd_run(run);
+  }
+  if (*stats_cmd) return cmd_stats(stats);
+  if (*devinfo_cmd) return cmd_devinfo(devinfo);
+  return cmd_demo(rest);
+}
