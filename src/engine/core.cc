@@ -1,0 +1,140 @@
+// Shared device internals: completions, error transition with flush, packet start, SGE copy.
+#include "engine/core.h"
+
+#include <cstring>
+
+namespace vrnic::engine {
+
+namespace {
+wire::IpUdpInfo ip_from_gid(const Gid& gid) {
+  wire::IpUdpInfo ip;
+  if (gid.is_ipv4_mapped()) {
+    ip.ipv6 = false;
+    std::memcpy(ip.src.data(), gid.raw.data() + 12, 4);
+  } else {
+    ip.ipv6 = true;
+    std::memcpy(ip.src.data(), gid.raw.data(), 16);
+  }
+  ip.dst_port = wire::kRoceV2Port;
+  ip.ip_id = 0;
+  ip.ip_flags_frag = 0x4000;  // DF: the sender then uses IP ID 0 and knows the whole header
+  return ip;
+}
+}  // namespace
+
+Core::Core(const DeviceConfig& cfg, PacketPort& p, Clock& c, EventSink& e)
+    : config(cfg), port(p), clock(c), events(e),
+      ctr(cfg.counters ? *cfg.counters : own_counters), local_ip(ip_from_gid(cfg.gid)) {}
+
+void Core::complete(Cq* cq, WorkCompletion wc, bool solicited) {
+  if (cq == nullptr) return;
+  wc.completion_ts_ns = now();
+  bool error = wc.status != WcStatus::kSuccess;
+  if (!cq->push(wc)) {
+    ++ctr.cq_overflows;
+    async_event(AsyncEventType::kCqErr, cq->user_context());
+    return;
+  }
+  if (error) ++ctr.cqe_error; else ++ctr.cqe_ok;
+  if (cq->take_notification(solicited, error)) events.on_cq_event(cq, cq->user_context());
+}
+
+void Core::async_event(AsyncEventType type, void* ctx) {
+  AsyncEvent ev{type, ctx, 1};
+  events.on_async_event(ev);
+}
+
+void Core::flush_queues(Qp& qp) {
+  while (!qp.sq.empty()) {
+    const SendWqe& w = qp.sq.front();
+    WorkCompletion wc;
+    wc.wr_id = w.wr_id;
+    wc.status = WcStatus::kWrFlushErr;
+    wc.qp_num = qp.qpn;
+    wc.src_qp = qp.attr.dest_qp_num;
+    complete(qp.send_cq, wc);
+    qp.sq.pop_front();
+  }
+  auto flush_recv = [&](const RecvWqe& r) {
+    WorkCompletion wc;
+    wc.wr_id = r.wr_id;
+    wc.status = WcStatus::kWrFlushErr;
+    wc.opcode = WcOpcode::kRecv;
+    wc.qp_num = qp.qpn;
+    wc.src_qp = qp.attr.dest_qp_num;
+    complete(qp.recv_cq, wc);
+  };
+  if (qp.resp.have_recv) {
+    flush_recv(qp.resp.recv);
+    qp.resp.have_recv = false;
+  }
+  while (!qp.rq.empty()) {
+    flush_recv(qp.rq.front());
+    qp.rq.pop_front();
+  }
+  qp.req.cursor = 0;
+  qp.req.cursor_pkt = 0;
+}
+
+void Core::enter_error(Qp& qp) {
+  qp.attr.qp_state = QpState::kErr;
+  qp.req.ack_deadline = 0;
+  qp.req.rnr_deadline = 0;
+  qp.resp.ack_pending = false;
+  qp.resp.op = ResponderState::Op::kNone;
+  flush_queues(qp);
+}
+
+std::span<uint8_t> Core::start_packet(Qp& qp, const wire::Packet& p, size_t payload_len) {
+  return tx.start(p, payload_len, qp.ip);
+}
+
+void Core::commit_packet() { tx.commit(port, ctr); }
+
+void Core::mark_tx_ready(Qp& qp) {
+  for (Qp* q : tx_ready)
+    if (q == &qp) return;
+  tx_ready.push_back(&qp);
+}
+
+bool Core::gather(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset, uint8_t* dst,
+                  uint64_t len) {
+  size_t i = 0;
+  while (i < sges.size() && offset >= sges[i].length) offset -= sges[i++].length;
+  while (len > 0) {
+    if (i >= sges.size()) return false;
+    const Sge& s = sges[i];
+    uint64_t n = s.length - offset;
+    if (n > len) n = len;
+    const uint8_t* src = mem.check_local(s.lkey, pd, s.addr + offset, n, 0);
+    if (src == nullptr) return false;
+    std::memcpy(dst, src, n);
+    dst += n;
+    len -= n;
+    offset = 0;
+    ++i;
+  }
+  return true;
+}
+
+bool Core::scatter(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset,
+                   const uint8_t* src, uint64_t len) {
+  size_t i = 0;
+  while (i < sges.size() && offset >= sges[i].length) offset -= sges[i++].length;
+  while (len > 0) {
+    if (i >= sges.size()) return false;
+    const Sge& s = sges[i];
+    uint64_t n = s.length - offset;
+    if (n > len) n = len;
+    uint8_t* dst = mem.check_local(s.lkey, pd, s.addr + offset, n, kLocalWrite);
+    if (dst == nullptr) return false;
+    std::memcpy(dst, src, n);
+    src += n;
+    len -= n;
+    offset = 0;
+    ++i;
+  }
+  return true;
+}
+
+}  // namespace vrnic::engine

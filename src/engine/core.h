@@ -1,0 +1,73 @@
+// What the requester, responder and completer share inside one device: the ports, counters,
+// memory table, the outgoing batch, and the completion / error paths.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/counters.h"
+#include "engine/cq.h"
+#include "engine/device.h"
+#include "engine/memory_table.h"
+#include "engine/ports.h"
+#include "engine/qp.h"
+#include "engine/tx_batch.h"
+#include "wire/headers.h"
+
+namespace vrnic::engine {
+
+// Local reasons for an error completion, reported in WorkCompletion::vendor_err. A NAK from
+// the responder reports its AETH syndrome (0x60 | code) instead.
+enum VendorErr : uint32_t {
+  kVendorNone = 0,
+  kVendorLocalKey = 0x101,     // a local SGE failed the memory check
+  kVendorRetryTimeout = 0x102, // local ACK timeout, retry_cnt exhausted
+  kVendorRnrExhausted = 0x103,
+  kVendorBadResponse = 0x104,
+  kVendorMsgTooLong = 0x105,
+};
+
+class Core {
+ public:
+  Core(const DeviceConfig& config, PacketPort& port, Clock& clock, EventSink& events);
+
+  DeviceConfig config;
+  PacketPort& port;
+  Clock& clock;
+  EventSink& events;
+  Counters own_counters;
+  Counters& ctr;
+  MemoryTable mem;
+  TxBatch tx;
+  wire::IpUdpInfo local_ip;  // source address from the device GID
+
+  // QPs with a coalesced ACK waiting for the end of the receive batch.
+  std::vector<Qp*> ack_pending;
+  // QPs whose requester may be able to send (window opened, timer fired).
+  std::vector<Qp*> tx_ready;
+
+  uint64_t now() const { return clock.now_ns(); }
+
+  // Writes a CQE (timestamped) and raises the CQ event when armed.
+  void complete(Cq* cq, WorkCompletion wc, bool solicited = false);
+  void async_event(AsyncEventType type, void* ctx);
+  // Moves the QP to ERR: every outstanding send and receive WQE completes with
+  // WR_FLUSH_ERR (C10-?? flushed WQEs always complete, signaled or not), timers stop.
+  void enter_error(Qp& qp);
+  // Flushes whatever queues a QP in ERR still holds (WRs posted after the transition).
+  void flush_queues(Qp& qp);
+
+  // Starts a packet to the QP's peer; fill the returned span, then commit_packet().
+  std::span<uint8_t> start_packet(Qp& qp, const wire::Packet& p, size_t payload_len);
+  void commit_packet();
+  void mark_tx_ready(Qp& qp);
+
+  // Gathers len bytes at byte offset `offset` of a WQE's SGE list into dst (local read);
+  // false on a memory check failure.
+  bool gather(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset, uint8_t* dst,
+              uint64_t len);
+  // Scatters src into the SGE list at byte offset `offset` (local write access required).
+  bool scatter(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset,
+               const uint8_t* src, uint64_t len);
+};
+
+}  // namespace vrnic::engine

@@ -1,0 +1,122 @@
+// The queue pair: its work queues, requester / responder state and the state machine that
+// validates modify_qp attribute masks (IBA 10.3.1, 11.2.4.2).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/ack_queue.h"
+#include "engine/types.h"
+#include "wire/icrc.h"
+
+namespace vrnic::engine {
+
+class Cq;
+class Pd;
+
+// A send WQE as the requester keeps it from post_send until it retires.
+struct SendWqe {
+  uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  uint32_t send_flags = 0;
+  uint32_t imm_data = 0;
+  uint32_t invalidate_rkey = 0;
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
+  std::vector<Sge> sges;
+  std::vector<uint8_t> inline_data;  // copied at post time when kSendInline
+  uint32_t length = 0;               // message length in bytes (8 for atomics)
+  bool signaled = false;
+
+  // Requester bookkeeping.
+  bool started = false;     // PSNs assigned (first packet sent once)
+  uint32_t first_psn = 0;
+  uint32_t npkts = 1;       // PSNs this message occupies (READ: response packets)
+  uint32_t read_placed = 0; // READ: response packets placed so far
+  WcStatus local_status = WcStatus::kSuccess;  // a local error found when the WQE started
+
+  bool is_read_or_atomic() const {
+    return opcode == WrOpcode::kRdmaRead || opcode == WrOpcode::kAtomicCmpSwp ||
+           opcode == WrOpcode::kAtomicFetchAdd;
+  }
+  bool is_atomic() const {
+    return opcode == WrOpcode::kAtomicCmpSwp || opcode == WrOpcode::kAtomicFetchAdd;
+  }
+};
+
+struct RecvWqe {
+  uint64_t wr_id = 0;
+  std::vector<Sge> sges;
+  uint64_t length = 0;
+};
+
+struct RequesterState {
+  size_t cursor = 0;          // index in sq of the WQE being sent (sq.front() is the oldest)
+  uint32_t cursor_pkt = 0;    // packet index inside it
+  uint32_t next_psn = 0;      // PSN of the next packet to send
+  uint32_t next_new_psn = 0;  // PSN the next unstarted WQE gets
+  uint32_t una = 0;           // oldest unacknowledged PSN
+  uint32_t high_psn = 0;      // one past the highest PSN ever sent (retransmission counting)
+  uint8_t retry_left = 0;
+  uint8_t rnr_left = 0;
+  uint64_t ack_deadline = 0;  // local ACK timeout instant, 0 = not armed
+  uint64_t rnr_deadline = 0;  // RNR wait end, 0 = not waiting
+  bool seq_nak_handled = false;  // a PSN-sequence NAK for una was acted upon already
+  uint32_t seq_nak_psn = 0;
+};
+
+struct ResponderState {
+  uint32_t epsn = 0;  // expected PSN
+  uint32_t msn = 0;   // message sequence number (24-bit)
+  bool nak_sent = false;  // one NAK per sequence error until a good packet (C9-??, 9.7.5.2.2)
+  bool ack_pending = false;
+
+  // The message in progress (multi-packet SEND or WRITE).
+  enum class Op : uint8_t { kNone, kSend, kWrite } op = Op::kNone;
+  bool have_recv = false;
+  RecvWqe recv;            // the receive WQE a SEND in progress fills
+  uint64_t placed = 0;     // bytes of the message placed so far
+  uint64_t write_va = 0;   // WRITE: next target address
+  uint32_t write_rkey = 0;
+  uint64_t write_left = 0; // WRITE: bytes still expected (from the RETH DMA length)
+  uint64_t write_total = 0;
+
+  AckQueue ack_queue;
+};
+
+class Qp {
+ public:
+  uint32_t qpn = 0;
+  QpType type = QpType::kRc;
+  Pd* pd = nullptr;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  bool sq_sig_all = false;
+  void* user_context = nullptr;
+  QpCap cap;
+  QpAttr attr;  // attr.qp_state is the current state
+  uint16_t src_port = 0;
+  wire::IpUdpInfo ip;  // addresses and ports of the connection (set at RTR)
+
+  std::deque<SendWqe> sq;
+  std::deque<RecvWqe> rq;
+  RequesterState req;
+  ResponderState resp;
+
+  QpState state() const { return attr.qp_state; }
+  uint32_t mtu() const;
+};
+
+// Validates a modify_qp call against the transition table of the QP type: the transition
+// itself, required and allowed attributes, and their values. Returns 0 or EINVAL.
+Errno validate_modify(const Qp& qp, const QpAttr& attr, uint32_t mask, uint8_t max_mtu,
+                      uint8_t max_rd_atom);
+
+// Local ACK timeout for the 5-bit timeout attribute: 4.096 us * 2^t; 0 means infinite.
+uint64_t ack_timeout_ns(uint8_t timeout);
+// RNR NAK timer value (IBA table 45) for the 5-bit encoding, in ns.
+uint64_t rnr_timer_ns(uint8_t code);
+
+}  // namespace vrnic::engine

@@ -1,0 +1,290 @@
+// Requester: posting send WRs and turning send WQEs into request packets.
+#include "engine/requester.h"
+
+#include <cerrno>
+
+#include <cstring>
+
+#include "engine/completer.h"
+#include "wire/opcode.h"
+#include "wire/psn.h"
+
+namespace vrnic::engine {
+
+using wire::psn_add;
+using wire::psn_diff;
+
+namespace {
+
+bool is_send(WrOpcode op) {
+  return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm || op == WrOpcode::kSendWithInv;
+}
+bool is_write(WrOpcode op) {
+  return op == WrOpcode::kRdmaWrite || op == WrOpcode::kRdmaWriteWithImm;
+}
+
+uint32_t packets_for(uint64_t length, uint32_t mtu) {
+  return length == 0 ? 1 : static_cast<uint32_t>((length + mtu - 1) / mtu);
+}
+
+// Opcode of packet k of n of a SEND or WRITE (IBA 9.4: first / middle / last / only).
+uint8_t data_opcode(const SendWqe& w, uint32_t k, uint32_t n) {
+  bool first = k == 0, last = k + 1 == n;
+  switch (w.opcode) {
+    case WrOpcode::kSend:
+      return first && last ? wire::kRcSendOnly : first ? wire::kRcSendFirst
+             : last ? wire::kRcSendLast : wire::kRcSendMiddle;
+    case WrOpcode::kSendWithImm:
+      return first && last ? wire::kRcSendOnlyImm : first ? wire::kRcSendFirst
+             : last ? wire::kRcSendLastImm : wire::kRcSendMiddle;
+    case WrOpcode::kSendWithInv:
+      return first && last ? wire::kRcSendOnlyInv : first ? wire::kRcSendFirst
+             : last ? wire::kRcSendLastInv : wire::kRcSendMiddle;
+    case WrOpcode::kRdmaWrite:
+      return first && last ? wire::kRcWriteOnly : first ? wire::kRcWriteFirst
+             : last ? wire::kRcWriteLast : wire::kRcWriteMiddle;
+    case WrOpcode::kRdmaWriteWithImm:
+      return first && last ? wire::kRcWriteOnlyImm : first ? wire::kRcWriteFirst
+             : last ? wire::kRcWriteLastImm : wire::kRcWriteMiddle;
+    default: return 0;
+  }
+}
+
+// Local memory check when a WQE starts: every SGE must be a valid local region of the QP's
+// PD; READ and atomic destinations need local write access (C10-??, 10.6.3).
+bool check_local_sges(Core& c, const Qp& qp, const SendWqe& w) {
+  if (!w.inline_data.empty() || (w.send_flags & kSendInline)) return true;
+  uint32_t need = w.is_read_or_atomic() ? uint32_t{kLocalWrite} : 0u;
+  for (const Sge& s : w.sges)
+    if (s.length != 0 && c.mem.check_local(s.lkey, qp.pd, s.addr, s.length, need) == nullptr)
+      return false;
+  return true;
+}
+
+size_t outstanding_rd_atomic(const Qp& qp) {
+  size_t n = 0;
+  for (size_t i = 0; i < qp.req.cursor && i < qp.sq.size(); ++i)
+    if (qp.sq[i].is_read_or_atomic()) ++n;
+  // A READ whose pieces are still being requested sits at the cursor and counts too.
+  if (qp.req.cursor < qp.sq.size() && qp.sq[qp.req.cursor].started &&
+      qp.sq[qp.req.cursor].is_read_or_atomic())
+    ++n;
+  return n;
+}
+
+wire::Packet base_packet(const Qp& qp, uint32_t psn) {
+  wire::Packet p;
+  p.bth.dest_qp = qp.attr.dest_qp_num;
+  p.bth.psn = psn;
+  p.bth.pkey = 0xffff;
+  return p;
+}
+
+void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span) {
+  RequesterState& r = qp.req;
+  if (psn_diff(psn, r.high_psn) < 0) ++c.ctr.retransmitted_packets;
+  uint32_t end = psn_add(psn, span);
+  if (psn_diff(end, r.high_psn) > 0) r.high_psn = end;
+  requester_arm_timer(c, qp, false);
+}
+
+// Sends packet k of a SEND / WRITE WQE.
+bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
+  uint32_t mtu = qp.mtu();
+  uint32_t psn = psn_add(w.first_psn, k);
+  uint64_t off = uint64_t{k} * mtu;
+  uint64_t len = w.length > off ? w.length - off : 0;
+  if (len > mtu) len = mtu;
+  wire::Packet p = base_packet(qp, psn);
+  p.bth.opcode = data_opcode(w, k, w.npkts);
+  const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
+  bool last = k + 1 == w.npkts;
+  p.bth.ack_req = last || (k + 1) % kAckReqInterval == 0;
+  p.bth.solicited = last && (w.send_flags & kSendSolicited);
+  if (info.has(wire::kHasReth)) p.reth = {w.remote_addr, w.rkey, w.length};
+  if (info.has(wire::kHasImm)) p.imm = w.imm_data;
+  if (info.has(wire::kHasIeth)) p.ieth_rkey = w.invalidate_rkey;
+  std::span<uint8_t> payload = c.start_packet(qp, p, len);
+  if (!w.inline_data.empty()) {
+    std::memcpy(payload.data(), w.inline_data.data() + off, len);
+  } else if (!c.gather(qp.pd, w.sges, off, payload.data(), len)) {
+    // The MR was deregistered after the WQE started: the packet is not committed (so never
+    // sent) and the WQE fails with a local protection error when it reaches the front.
+    w.local_status = WcStatus::kLocProtErr;
+    return false;
+  }
+  c.commit_packet();
+  count_sent(c, qp, psn, 1);
+  return true;
+}
+
+// Sends a READ request for response packets [k, k + n) of the WQE.
+void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
+  uint32_t mtu = qp.mtu();
+  uint64_t off = uint64_t{k} * mtu;
+  uint64_t left = w.length > off ? w.length - off : 0;
+  uint64_t len = uint64_t{n} * mtu < left ? uint64_t{n} * mtu : left;
+  uint32_t psn = psn_add(w.first_psn, k);
+  wire::Packet p = base_packet(qp, psn);
+  p.bth.opcode = wire::kRcReadRequest;
+  p.bth.ack_req = true;
+  p.reth = {w.remote_addr + off, w.rkey, static_cast<uint32_t>(len)};
+  c.start_packet(qp, p, 0);
+  c.commit_packet();
+  count_sent(c, qp, psn, n);
+}
+
+void send_atomic(Core& c, Qp& qp, SendWqe& w) {
+  wire::Packet p = base_packet(qp, w.first_psn);
+  p.bth.opcode = w.opcode == WrOpcode::kAtomicCmpSwp ? wire::kRcCompareSwap : wire::kRcFetchAdd;
+  p.bth.ack_req = true;
+  p.atomic.va = w.remote_addr;
+  p.atomic.rkey = w.rkey;
+  p.atomic.swap_add = w.opcode == WrOpcode::kAtomicCmpSwp ? w.swap : w.compare_add;
+  p.atomic.compare = w.opcode == WrOpcode::kAtomicCmpSwp ? w.compare_add : 0;
+  c.start_packet(qp, p, 0);
+  c.commit_packet();
+  count_sent(c, qp, w.first_psn, 1);
+}
+
+}  // namespace
+
+Errno requester_post(Core& c, Qp& qp, const SendWr& wr) {
+  QpState s = qp.state();
+  if (s != QpState::kRts && s != QpState::kSqd && s != QpState::kErr) return EINVAL;
+  switch (wr.opcode) {
+    case WrOpcode::kRdmaWrite: case WrOpcode::kRdmaWriteWithImm: case WrOpcode::kSend:
+    case WrOpcode::kSendWithImm: case WrOpcode::kRdmaRead: case WrOpcode::kAtomicCmpSwp:
+    case WrOpcode::kAtomicFetchAdd: case WrOpcode::kSendWithInv:
+      break;
+    default:
+      return EINVAL;  // memory windows and local invalidate are not supported yet
+  }
+  if (wr.num_sge > qp.cap.max_send_sge) return EINVAL;
+  if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
+  if (qp.sq.size() >= qp.cap.max_send_wr) return ENOMEM;
+
+  SendWqe w;
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
+  if (total > (uint64_t{1} << 31)) return EINVAL;  // max message size 2^31 (o10-2.2.?)
+  bool atomic = wr.opcode == WrOpcode::kAtomicCmpSwp || wr.opcode == WrOpcode::kAtomicFetchAdd;
+  if (atomic && (wr.num_sge != 1 || wr.sg_list[0].length < 8)) return EINVAL;
+  if (wr.send_flags & kSendInline) {
+    if (!is_send(wr.opcode) && !is_write(wr.opcode)) return EINVAL;
+    if (total > qp.cap.max_inline_data) return EINVAL;
+    w.inline_data.resize(total);
+    uint64_t at = 0;
+    for (uint32_t i = 0; i < wr.num_sge; ++i) {
+      // Inline data is read from the caller's buffer now, not through an lkey.
+      std::memcpy(w.inline_data.data() + at, reinterpret_cast<const void*>(wr.sg_list[i].addr),
+                  wr.sg_list[i].length);
+      at += wr.sg_list[i].length;
+    }
+  } else {
+    w.sges.assign(wr.sg_list, wr.sg_list + wr.num_sge);
+  }
+  w.wr_id = wr.wr_id;
+  w.opcode = wr.opcode;
+  w.send_flags = wr.send_flags;
+  w.imm_data = wr.imm_data;
+  w.invalidate_rkey = wr.invalidate_rkey;
+  w.remote_addr = wr.remote_addr;
+  w.rkey = wr.rkey;
+  w.compare_add = wr.compare_add;
+  w.swap = wr.swap;
+  w.length = atomic ? 8 : static_cast<uint32_t>(total);
+  if (atomic) w.sges[0].length = 8;
+  w.signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled);
+  qp.sq.push_back(std::move(w));
+  return 0;
+}
+
+void requester_arm_timer(Core& c, Qp& qp, bool restart) {
+  RequesterState& r = qp.req;
+  uint64_t t = ack_timeout_ns(qp.attr.timeout);
+  bool outstanding = r.una != r.next_psn || r.cursor > 0;
+  if (t == 0 || !outstanding) {
+    r.ack_deadline = 0;
+    return;
+  }
+  if (restart || r.ack_deadline == 0) r.ack_deadline = c.now() + t;
+}
+
+void requester_go_back(Core& c, Qp& qp, uint32_t psn) {
+  RequesterState& r = qp.req;
+  size_t i = 0;
+  for (; i < qp.sq.size(); ++i) {
+    SendWqe& w = qp.sq[i];
+    if (!w.started) break;
+    int32_t off = psn_diff(psn, w.first_psn);
+    if (off >= 0 && static_cast<uint32_t>(off) < w.npkts) {
+      r.cursor = i;
+      r.cursor_pkt = static_cast<uint32_t>(off);
+      r.next_psn = psn;
+      c.mark_tx_ready(qp);
+      return;
+    }
+  }
+  r.cursor = i;
+  r.cursor_pkt = 0;
+  r.next_psn = r.next_new_psn;
+  c.mark_tx_ready(qp);
+}
+
+void requester_progress(Core& c, Qp& qp) {
+  RequesterState& r = qp.req;
+  if (qp.state() != QpState::kRts || r.rnr_deadline != 0) return;
+  uint32_t mtu = qp.mtu();
+  while (r.cursor < qp.sq.size()) {
+    SendWqe& w = qp.sq[r.cursor];
+    uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
+    if (in_flight >= kSendWindow) break;
+    if (!w.started) {
+      if (w.local_status != WcStatus::kSuccess) break;  // waits for the completer
+      if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) break;  // 10.8.3.3
+      if (w.is_read_or_atomic()) {
+        uint32_t limit = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
+        if (outstanding_rd_atomic(qp) >= limit) break;
+      }
+      if (!check_local_sges(c, qp, w)) {
+        w.local_status = WcStatus::kLocProtErr;
+        completer_check_front(c, qp);
+        break;
+      }
+      w.started = true;
+      w.first_psn = r.next_new_psn;
+      w.npkts = w.is_atomic() ? 1 : packets_for(w.length, mtu);
+      r.next_new_psn = psn_add(r.next_new_psn, w.npkts);
+      r.cursor_pkt = 0;
+      r.next_psn = w.first_psn;
+    }
+    if (w.opcode == WrOpcode::kRdmaRead) {
+      // One piece outstanding per READ: wait until the previous piece is answered.
+      if (r.cursor_pkt != w.read_placed) break;
+      uint32_t n = w.npkts - r.cursor_pkt;
+      if (n > kReadChunkPackets) n = kReadChunkPackets;
+      if (in_flight != 0 && in_flight + n > kSendWindow) break;
+      send_read_request(c, qp, w, r.cursor_pkt, n);
+      r.cursor_pkt += n;
+      r.next_psn = psn_add(w.first_psn, r.cursor_pkt);
+    } else if (w.is_atomic()) {
+      send_atomic(c, qp, w);
+      r.cursor_pkt = 1;
+      r.next_psn = psn_add(w.first_psn, 1);
+    } else {
+      if (!send_data_packet(c, qp, w, r.cursor_pkt)) {
+        completer_check_front(c, qp);
+        break;
+      }
+      ++r.cursor_pkt;
+      r.next_psn = psn_add(w.first_psn, r.cursor_pkt);
+    }
+    if (r.cursor_pkt >= w.npkts) {
+      ++r.cursor;
+      r.cursor_pkt = 0;
+    }
+  }
+}
+
+}  // namespace vrnic::engine

@@ -1,0 +1,29 @@
+// Requester: send WQEs -> request packets (segmentation, PSNs, AckReq, window, rd/atomic
+// limit), and Go-Back-N repositioning.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/core.h"
+
+namespace vrnic::engine {
+
+// Packets in flight per QP (PSNs from the oldest unacknowledged one). Bounded so that a
+// kernel UDP receive buffer on the peer does not overflow under a burst.
+inline constexpr uint32_t kSendWindow = 64;
+// AckReq is set on the last packet of every message and on every kAckReqInterval-th packet.
+inline constexpr uint32_t kAckReqInterval = 16;
+// A READ longer than this many response packets is requested in pieces of this size, one
+// piece outstanding at a time, so one READ never floods the requester's receive buffer.
+inline constexpr uint32_t kReadChunkPackets = kSendWindow;
+
+// Checks one WR against the QP (C10-?? / 11.4.1.1) and queues it. Returns 0 or an errno.
+Errno requester_post(Core& c, Qp& qp, const SendWr& wr);
+// Sends whatever the window, the rd/atomic limit, fences and RNR waits allow.
+void requester_progress(Core& c, Qp& qp);
+// Repositions the send cursor so that the next packet sent has PSN psn (Go-Back-N).
+void requester_go_back(Core& c, Qp& qp, uint32_t psn);
+// Arms the local ACK timer if packets are outstanding and it is not armed.
+void requester_arm_timer(Core& c, Qp& qp, bool restart);
+
+}  // namespace vrnic::engine
