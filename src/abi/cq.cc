@@ -1,0 +1,161 @@
+// Completion queues and completion channels (eventfd-backed), polling and arming.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <new>
+
+#include "abi/convert.h"
+#include "abi/objects.h"
+#include "abi/ops.h"
+#include "live/live_nic.h"
+
+using namespace vrnic::abi;
+using vrnic::engine::Device;
+
+VRNIC_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* context) {
+  auto* ch = new (std::nothrow) Channel;
+  if (!ch) return fail_null<ibv_comp_channel>(ENOMEM);
+  ch->ibv.context = context;
+  ch->ibv.refcnt = 0;
+  ch->ibv.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ch->ibv.fd < 0) {
+    const int err = errno;
+    delete ch;
+    return fail_null<ibv_comp_channel>(err);
+  }
+  return &ch->ibv;
+}
+
+VRNIC_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
+  Channel* ch = to_channel(channel);
+  {
+    std::lock_guard g(ch->mu);
+    if (channel->refcnt) return EBUSY;  // CQs still use it
+  }
+  close(channel->fd);
+  delete ch;
+  return 0;
+}
+
+// An armed CQ got a completion: queue it on its channel and wake ibv_get_cq_event.
+void vrnic::abi::on_cq_event(vrnic::engine::Cq*, void* cq_user_context) {
+  auto* cq = static_cast<ibv_cq*>(cq_user_context);
+  Channel* ch = cq->channel ? to_channel(cq->channel) : nullptr;
+  if (!ch) return;
+  {
+    std::lock_guard g(ch->mu);
+    ch->events.push_back(cq);
+  }
+  give_token(ch->ibv.fd);
+}
+
+VRNIC_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq_out, void** cq_context) {
+  Channel* ch = to_channel(channel);
+  ibv_cq* cq = nullptr;
+  for (;;) {
+    if (take_token(channel->fd) != 0) return -1;
+    std::lock_guard g(ch->mu);
+    if (ch->events.empty()) continue;  // its CQ was destroyed before the event was read
+    cq = ch->events.front();
+    ch->events.pop_front();
+    break;
+  }
+  Cq* c = to_cq(cq);
+  pthread_mutex_lock(&cq->mutex);
+  ++c->comp_events_delivered;
+  pthread_mutex_unlock(&cq->mutex);
+  *cq_out = cq;
+  *cq_context = cq->cq_context;
+  return 0;
+}
+
+VRNIC_EXPORT void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
+  pthread_mutex_lock(&cq->mutex);
+  cq->comp_events_completed += nevents;
+  pthread_cond_signal(&cq->cond);
+  pthread_mutex_unlock(&cq->mutex);
+}
+
+VRNIC_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
+                                   ibv_comp_channel* channel, int comp_vector) {
+  if (cqe <= 0 || comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
+    return fail_null<ibv_cq>(EINVAL);
+  }
+  auto* cq = new (std::nothrow) Cq{};
+  if (!cq) return fail_null<ibv_cq>(ENOMEM);
+  uint32_t depth = uint32_t(cqe);
+  int err = ENOMEM;
+  cq->cq = to_context(context)->nic->locked([&](Device& d) -> vrnic::engine::Cq* {
+    if (depth > d.config().limits.max_cqe) {
+      err = EINVAL;
+      return nullptr;
+    }
+    return d.create_cq(depth, &cq->ibv);
+  });
+  if (!cq->cq) {
+    delete cq;
+    return fail_null<ibv_cq>(err);
+  }
+  ibv_cq& c = cq->ibv;
+  c.context = context;
+  c.channel = channel;
+  c.cq_context = cq_context;
+  c.cqe = int(depth);
+  pthread_mutex_init(&c.mutex, nullptr);
+  pthread_cond_init(&c.cond, nullptr);
+  if (channel) {
+    std::lock_guard g(to_channel(channel)->mu);
+    ++channel->refcnt;
+  }
+  return &c;
+}
+
+VRNIC_EXPORT int ibv_destroy_cq(ibv_cq* ibv) {
+  Cq* cq = to_cq(ibv);
+  Context* ctx = to_context(ibv->context);
+  const int err = ctx->nic->locked([&](Device& d) { return d.destroy_cq(cq->cq); });
+  if (err) return err;
+  // No event for it can come any more; forget the unread ones, then wait for the acks of
+  // those the program read (the ibv_destroy_cq contract).
+  if (ibv->channel) {
+    Channel* ch = to_channel(ibv->channel);
+    std::lock_guard g(ch->mu);
+    ch->events.erase(std::remove(ch->events.begin(), ch->events.end(), ibv), ch->events.end());
+    --ibv->channel->refcnt;
+  }
+  drop_async_events(ctx, ibv);
+  pthread_mutex_lock(&ibv->mutex);
+  while (ibv->comp_events_completed != cq->comp_events_delivered ||
+         ibv->async_events_completed != cq->async_events_delivered) {
+    pthread_cond_wait(&ibv->cond, &ibv->mutex);
+  }
+  pthread_mutex_unlock(&ibv->mutex);
+  pthread_mutex_destroy(&ibv->mutex);
+  pthread_cond_destroy(&ibv->cond);
+  delete cq;
+  return 0;
+}
+
+int vrnic::abi::op_poll_cq(ibv_cq* ibv, int num_entries, ibv_wc* wc) {
+  if (num_entries < 0) return -1;
+  Cq* cq = to_cq(ibv);
+  vrnic::live::LiveNic* nic = to_context(ibv->context)->nic;
+  constexpr int kBatch = 32;
+  vrnic::engine::WorkCompletion batch[kBatch];
+  int total = 0;
+  while (total < num_entries) {
+    const int want = std::min(kBatch, num_entries - total);
+    const int got = nic->poll_cq(cq->cq, batch, want);
+    if (got < 0) return total ? total : -1;
+    for (int i = 0; i < got; ++i) to_ibv_wc(batch[i], wc[total + i]);
+    total += got;
+    if (got < want) break;
+  }
+  return total;
+}
+
+int vrnic::abi::op_req_notify_cq(ibv_cq* ibv, int solicited_only) {
+  return to_context(ibv->context)->nic->locked(
+      [&](Device& d) { return d.req_notify_cq(to_cq(ibv)->cq, solicited_only != 0); });
+}

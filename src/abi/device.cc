@@ -1,0 +1,82 @@
+// Device discovery: the one-device list, names, GUID, index, and the sysfs files tools read.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "abi/identity.h"
+#include "abi/objects.h"
+
+using namespace vrnic::abi;
+
+#ifdef ibv_get_device_list
+#undef ibv_get_device_list
+#endif
+
+VRNIC_EXPORT ibv_device** ibv_get_device_list(int* num_devices) {
+  auto** list = static_cast<ibv_device**>(std::calloc(2, sizeof(ibv_device*)));
+  if (!list) return fail_null<ibv_device*>(ENOMEM);
+  list[0] = the_device();
+  if (num_devices) *num_devices = 1;
+  return list;
+}
+
+VRNIC_EXPORT void ibv_free_device_list(ibv_device** list) { std::free(list); }
+
+VRNIC_EXPORT const char* ibv_get_device_name(ibv_device* device) {
+  return device ? device->name : nullptr;
+}
+
+VRNIC_EXPORT int ibv_get_device_index(ibv_device* device) { return device ? 0 : -1; }
+
+VRNIC_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
+  vrnic::engine::Gid gid;
+  return current_gid(gid) ? guid_from_gid(gid.raw.data()) : 0;
+}
+
+VRNIC_EXPORT const char* ibv_get_sysfs_path() {
+  const char* env = std::getenv("SYSFS_PATH");
+  return env && *env ? env : "/sys";
+}
+
+namespace {
+
+// The few attribute files tools read from the device's sysfs directory.
+bool virtual_sysfs_file(const char* file, char* buf, size_t size, int& written) {
+  const char* value = nullptr;
+  if (!std::strcmp(file, "board_id")) value = "VRNIC-SOFTWARE-ROCEV2";
+  else if (!std::strcmp(file, "node_desc")) value = "vrnic software RoCEv2 NIC";
+  else if (!std::strcmp(file, "fw_ver")) value = VRNIC_VERSION;
+  else if (!std::strcmp(file, "hw_rev")) value = "1";
+  else if (!std::strcmp(file, "hca_type")) value = "vrnic";
+  else if (!std::strcmp(file, "node_type")) value = "1: CA";
+  else if (!std::strcmp(file, "ports/1/link_layer")) value = "Ethernet";
+  if (!value) return false;
+  written = std::snprintf(buf, size, "%s", value);
+  if (written >= int(size)) written = int(size) - 1;
+  return true;
+}
+
+}  // namespace
+
+// Reads a sysfs attribute without its trailing newline; returns its length or -1.
+VRNIC_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
+  if (!dir || !file || !buf || size == 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (!std::strcmp(dir, kIbdevPath)) {
+    int n = 0;
+    if (virtual_sysfs_file(file, buf, size, n)) return n;
+    errno = ENOENT;
+    return -1;
+  }
+  char path[512];
+  std::snprintf(path, sizeof(path), "%s/%s", dir, file);
+  FILE* f = std::fopen(path, "re");
+  if (!f) return -1;
+  size_t n = std::fread(buf, 1, size - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  if (n > 0 && buf[n - 1] == '\n') buf[--n] = '\0';
+  return int(n);
+}

@@ -1,0 +1,82 @@
+// The device's names and identifiers: its ibv_device, node GUID and MAC, derived from the GID.
+#include "abi/identity.h"
+
+#include <arpa/inet.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace vrnic::abi {
+namespace {
+
+ibv_device make_device() {
+  ibv_device d{};
+  d.node_type = IBV_NODE_CA;
+  d.transport_type = IBV_TRANSPORT_IB;  // RoCE reports the IB transport
+  std::strncpy(d.name, kDeviceName, sizeof(d.name) - 1);
+  std::strncpy(d.dev_name, "uverbs_vrnic0", sizeof(d.dev_name) - 1);
+  std::strncpy(d.dev_path, "/sys/class/infiniband_verbs/uverbs_vrnic0", sizeof(d.dev_path) - 1);
+  std::strncpy(d.ibdev_path, kIbdevPath, sizeof(d.ibdev_path) - 1);
+  return d;
+}
+
+std::mutex g_gid_mu;
+bool g_gid_known = false;
+engine::Gid g_gid;
+
+}  // namespace
+
+ibv_device* the_device() {
+  static ibv_device device = make_device();
+  return &device;
+}
+
+void mac_from_gid(const uint8_t gid[16], uint8_t mac[6]) {
+  mac[0] = 0x02;  // locally administered, unicast
+  std::memcpy(mac + 1, gid + 11, 5);
+  if (gid[10] == 0xff && gid[11] == 0xff) mac[1] = 0x00;  // IPv4-mapped: 02:00:a:b:c:d
+}
+
+uint64_t guid_from_gid(const uint8_t gid[16]) {
+  uint8_t mac[6];
+  mac_from_gid(gid, mac);
+  const uint8_t eui[8] = {uint8_t(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe,
+                          mac[3], mac[4], mac[5]};
+  uint64_t be;
+  std::memcpy(&be, eui, 8);
+  return be;
+}
+
+void set_current_gid(const engine::Gid& gid) {
+  std::lock_guard g(g_gid_mu);
+  g_gid = gid;
+  g_gid_known = true;
+}
+
+bool current_gid(engine::Gid& out) {
+  {
+    std::lock_guard g(g_gid_mu);
+    if (g_gid_known) {
+      out = g_gid;
+      return true;
+    }
+  }
+  const char* ip = std::getenv("VRNIC_IP");
+  if (!ip) return false;
+  in_addr v4;
+  in6_addr v6;
+  if (inet_pton(AF_INET, ip, &v4) == 1) {
+    out = engine::Gid{};
+    out.raw[10] = out.raw[11] = 0xff;
+    std::memcpy(&out.raw[12], &v4, 4);
+    return true;
+  }
+  if (inet_pton(AF_INET6, ip, &v6) == 1) {
+    std::memcpy(out.raw.data(), &v6, 16);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace vrnic::abi

@@ -1,0 +1,88 @@
+// Protection domains and memory registration (every ibv_reg_mr variant of rdma-core v44).
+#include <new>
+
+#include "abi/convert.h"
+#include "abi/objects.h"
+#include "live/live_nic.h"
+
+using namespace vrnic::abi;
+using vrnic::engine::Device;
+
+#ifdef ibv_reg_mr
+#undef ibv_reg_mr
+#endif
+#ifdef ibv_reg_mr_iova
+#undef ibv_reg_mr_iova
+#endif
+
+VRNIC_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
+  Context* c = to_context(context);
+  auto* pd = new (std::nothrow) Pd{};
+  if (!pd) return fail_null<ibv_pd>(ENOMEM);
+  pd->pd = c->nic->locked([](Device& d) { return d.alloc_pd(); });
+  if (!pd->pd) {
+    delete pd;
+    return fail_null<ibv_pd>(ENOMEM);
+  }
+  pd->ibv.context = context;
+  return &pd->ibv;
+}
+
+VRNIC_EXPORT int ibv_dealloc_pd(ibv_pd* ibv) {
+  Pd* pd = to_pd(ibv);
+  const int err = to_context(ibv->context)->nic->locked([&](Device& d) { return d.dealloc_pd(pd->pd); });
+  if (err) return err;
+  delete pd;
+  return 0;
+}
+
+namespace {
+
+ibv_mr* register_mr(ibv_pd* ibv_pd, void* addr, size_t length, uint64_t iova,
+                    unsigned int access) {
+  uint32_t engine_access = 0;
+  if (int err = to_engine_access(access, engine_access)) return fail_null<ibv_mr>(err);
+  auto* mr = new (std::nothrow) Mr{};
+  if (!mr) return fail_null<ibv_mr>(ENOMEM);
+  vrnic::engine::MrInfo info;
+  Pd* pd = to_pd(ibv_pd);
+  const int err = to_context(ibv_pd->context)->nic->locked([&](Device& d) {
+    return d.reg_mr(pd->pd, addr, length, iova, engine_access, info);
+  });
+  if (err) {
+    delete mr;
+    return fail_null<ibv_mr>(err);
+  }
+  mr->mr = info.mr;
+  mr->ibv.context = ibv_pd->context;
+  mr->ibv.pd = ibv_pd;
+  mr->ibv.addr = addr;
+  mr->ibv.length = length;
+  mr->ibv.lkey = info.lkey;
+  mr->ibv.rkey = info.rkey;
+  return &mr->ibv;
+}
+
+}  // namespace
+
+VRNIC_EXPORT ibv_mr* ibv_reg_mr(ibv_pd* pd, void* addr, size_t length, int access) {
+  return register_mr(pd, addr, length, reinterpret_cast<uintptr_t>(addr), unsigned(access));
+}
+
+VRNIC_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                                     int access) {
+  return register_mr(pd, addr, length, iova, unsigned(access));
+}
+
+VRNIC_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                                      unsigned int access) {
+  return register_mr(pd, addr, length, iova, access);
+}
+
+VRNIC_EXPORT int ibv_dereg_mr(ibv_mr* ibv) {
+  Mr* mr = to_mr(ibv);
+  const int err = to_context(ibv->context)->nic->locked([&](Device& d) { return d.dereg_mr(mr->mr); });
+  if (err) return err;
+  delete mr;
+  return 0;
+}

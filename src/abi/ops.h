@@ -1,0 +1,37 @@
+// The entry points installed in ibv_context.ops / verbs_context (rdma-core's inline verbs call
+// these), and the engine callbacks, shared between the shim's files.
+#pragma once
+#include <infiniband/verbs.h>
+
+#include "engine/types.h"
+
+namespace vrnic::engine {
+class Cq;
+}
+
+namespace vrnic::abi {
+
+int op_poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc);
+int op_req_notify_cq(ibv_cq* cq, int solicited_only);
+int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
+int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+int op_query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr, size_t attr_len);
+int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
+                       ibv_device_attr_ex* attr, size_t attr_size);
+
+// Called by the live NIC with its lock held (see live::LiveNicCallbacks).
+void on_cq_event(engine::Cq* cq, void* cq_user_context);
+void on_async_event(const engine::AsyncEvent& ev);
+
+// Queues an async event for the program and wakes ibv_get_async_event.
+struct Context;
+void push_async_event(Context* ctx, const ibv_async_event& ev);
+// Forgets the unread events of an object being destroyed (element: its ibv_qp/ibv_cq).
+void drop_async_events(Context* ctx, const void* element);
+
+// Blocks on an eventfd token (EFD_SEMAPHORE): 0, or -1 with errno (EAGAIN if non-blocking).
+int take_token(int fd);
+void give_token(int fd);
+
+}  // namespace vrnic::abi

@@ -1,0 +1,111 @@
+// The doorbells: ibv_post_send / ibv_post_recv (through ibv_context.ops), WR list conversion.
+#include <vector>
+
+#include "abi/convert.h"
+#include "abi/objects.h"
+#include "abi/ops.h"
+#include "live/live_nic.h"
+
+using namespace vrnic::abi;
+using vrnic::engine::Device;
+
+namespace {
+
+// Per-thread scratch, so a post costs no allocation once warm.
+struct SendScratch {
+  std::vector<vrnic::engine::SendWr> wrs;
+  std::vector<ibv_send_wr*> src;
+};
+struct RecvScratch {
+  std::vector<vrnic::engine::RecvWr> wrs;
+  std::vector<ibv_recv_wr*> src;
+};
+
+// Rings the doorbell; wakes the progress thread when the post left work (or an earlier timer)
+// for it, since the engine only sends what its window allows now.
+template <typename Post>
+int ring(vrnic::live::LiveNic* nic, Post&& post) {
+  bool wake = false;
+  const int err = nic->locked([&](Device& d) {
+    const uint64_t timer_before = d.next_timer_ns();
+    const int e = post(d);
+    wake = d.has_pending_tx() || d.next_timer_ns() < timer_before;
+    return e;
+  });
+  if (wake) nic->kick();
+  return err;
+}
+
+}  // namespace
+
+int vrnic::abi::op_post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  thread_local SendScratch s;
+  s.wrs.clear();
+  s.src.clear();
+  for (ibv_send_wr* w = wr; w; w = w->next) {
+    vrnic::engine::SendWr out;
+    if (int err = to_engine_send_wr(*w, out)) {
+      // Nothing is posted past a bad WR; the good ones before it still go.
+      if (s.wrs.empty()) {
+        *bad_wr = w;
+        return err;
+      }
+      break;
+    }
+    s.wrs.push_back(out);
+    s.src.push_back(w);
+  }
+  size_t bad = 0;
+  Qp* qp = to_qp(ibv);
+  int err = ring(to_context(ibv->context)->nic,
+                 [&](Device& d) { return d.post_send(qp->qp, s.wrs.data(), s.wrs.size(), &bad); });
+  if (err) {
+    *bad_wr = s.src[bad < s.src.size() ? bad : 0];
+    return err;
+  }
+  // The list stopped at an unconvertible WR: report it now that the ones before it are posted.
+  if (s.src.size() && s.src.back()->next) {
+    ibv_send_wr* stop = s.src.back()->next;
+    vrnic::engine::SendWr out;
+    *bad_wr = stop;
+    return to_engine_send_wr(*stop, out);
+  }
+  return 0;
+}
+
+int vrnic::abi::op_post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  thread_local RecvScratch s;
+  s.wrs.clear();
+  s.src.clear();
+  for (ibv_recv_wr* w = wr; w; w = w->next) {
+    if (w->num_sge < 0) {
+      if (s.wrs.empty()) {
+        *bad_wr = w;
+        return EINVAL;
+      }
+      break;
+    }
+    vrnic::engine::RecvWr out;
+    to_engine_recv_wr(*w, out);
+    s.wrs.push_back(out);
+    s.src.push_back(w);
+  }
+  size_t bad = 0;
+  Qp* qp = to_qp(ibv);
+  int err = ring(to_context(ibv->context)->nic,
+                 [&](Device& d) { return d.post_recv(qp->qp, s.wrs.data(), s.wrs.size(), &bad); });
+  if (err) {
+    *bad_wr = s.src[bad < s.src.size() ? bad : 0];
+    return err;
+  }
+  if (s.src.size() && s.src.back()->next) {
+    *bad_wr = s.src.back()->next;
+    return EINVAL;
+  }
+  return 0;
+}
+
+int vrnic::abi::op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  *bad_wr = wr;
+  return EOPNOTSUPP;  // ibv_create_srq never succeeds
+}

@@ -1,0 +1,117 @@
+// Queue pairs: create, modify, query, destroy (ibv structs <-> engine attributes).
+#include <new>
+
+#include "abi/convert.h"
+#include "abi/objects.h"
+#include "abi/ops.h"
+#include "live/live_nic.h"
+
+using namespace vrnic::abi;
+using vrnic::engine::Device;
+
+namespace {
+
+vrnic::live::LiveNic* nic_of(ibv_qp* qp) { return to_context(qp->context)->nic; }
+
+}  // namespace
+
+VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
+  if (attr->srq) return fail_null<ibv_qp>(EOPNOTSUPP);  // no SRQ yet
+  if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+      attr->qp_type != IBV_QPT_UD) {
+    return fail_null<ibv_qp>(EOPNOTSUPP);
+  }
+  if (!attr->send_cq || !attr->recv_cq) return fail_null<ibv_qp>(EINVAL);
+  auto* qp = new (std::nothrow) Qp{};
+  if (!qp) return fail_null<ibv_qp>(ENOMEM);
+
+  vrnic::engine::QpInitAttr init;
+  init.type = vrnic::engine::QpType(attr->qp_type);
+  init.pd = to_pd(ibv_pd)->pd;
+  init.send_cq = to_cq(attr->send_cq)->cq;
+  init.recv_cq = to_cq(attr->recv_cq)->cq;
+  init.cap = to_engine_qp_cap(attr->cap);
+  init.sq_sig_all = attr->sq_sig_all != 0;
+  init.user_context = &qp->ibv;  // comes back in async events
+  int err = 0;
+  uint32_t qpn = 0;
+  qp->qp = to_context(ibv_pd->context)->nic->locked([&](Device& d) {
+    vrnic::engine::Qp* q = d.create_qp(init, err);
+    if (q) qpn = d.qp_num(q);
+    return q;
+  });
+  if (!qp->qp) {
+    delete qp;
+    return fail_null<ibv_qp>(err ? err : ENOMEM);
+  }
+  to_ibv_qp_cap(init.cap, attr->cap);
+  ibv_qp& q = qp->ibv;
+  q.context = ibv_pd->context;
+  q.qp_context = attr->qp_context;
+  q.pd = ibv_pd;
+  q.send_cq = attr->send_cq;
+  q.recv_cq = attr->recv_cq;
+  q.srq = nullptr;
+  q.qp_num = qpn;
+  q.state = IBV_QPS_RESET;
+  q.qp_type = attr->qp_type;
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+  return &q;
+}
+
+VRNIC_EXPORT int ibv_modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int attr_mask) {
+  vrnic::engine::QpAttr a;
+  if (int err = to_engine_qp_attr(*attr, attr_mask, a)) return err;
+  Qp* qp = to_qp(ibv);
+  const int err = nic_of(ibv)->locked(
+      [&](Device& d) { return d.modify_qp(qp->qp, a, uint32_t(attr_mask)); });
+  if (err) return err;
+  if (attr_mask & IBV_QP_STATE) ibv->state = attr->qp_state;
+  return 0;
+}
+
+VRNIC_EXPORT int ibv_query_qp(ibv_qp* ibv, ibv_qp_attr* attr, int attr_mask,
+                              ibv_qp_init_attr* init_attr) {
+  vrnic::engine::QpAttr a;
+  vrnic::engine::QpInitAttr init;
+  Qp* qp = to_qp(ibv);
+  const int err = nic_of(ibv)->locked([&](Device& d) { return d.query_qp(qp->qp, a, init); });
+  if (err) return err;
+  to_ibv_qp_attr(a, *attr);
+  ibv->state = attr->qp_state;  // the engine may have moved it (e.g. to ERR)
+  if (init_attr) {
+    *init_attr = ibv_qp_init_attr{};
+    init_attr->qp_context = ibv->qp_context;
+    init_attr->send_cq = ibv->send_cq;
+    init_attr->recv_cq = ibv->recv_cq;
+    init_attr->srq = ibv->srq;
+    to_ibv_qp_cap(init.cap, init_attr->cap);
+    init_attr->qp_type = ibv->qp_type;
+    init_attr->sq_sig_all = init.sq_sig_all ? 1 : 0;
+  }
+  return 0;
+}
+
+VRNIC_EXPORT int ibv_destroy_qp(ibv_qp* ibv) {
+  Qp* qp = to_qp(ibv);
+  const int err = nic_of(ibv)->locked([&](Device& d) { return d.destroy_qp(qp->qp); });
+  if (err) return err;
+  // No event for it can come any more; wait for the acks of those the program read.
+  drop_async_events(to_context(ibv->context), ibv);
+  pthread_mutex_lock(&ibv->mutex);
+  while (ibv->events_completed != qp->async_events_delivered) {
+    pthread_cond_wait(&ibv->cond, &ibv->mutex);
+  }
+  pthread_mutex_unlock(&ibv->mutex);
+  pthread_mutex_destroy(&ibv->mutex);
+  pthread_cond_destroy(&ibv->cond);
+  delete qp;
+  return 0;
+}
+
+// Packets are placed in PSN order, but the bytes inside one packet are copied by memcpy, which
+// may write them in any order: no in-order guarantee to report.
+VRNIC_EXPORT int ibv_query_qp_data_in_order(ibv_qp* qp, ibv_wr_opcode op, uint32_t flags) {
+  return 0;
+}

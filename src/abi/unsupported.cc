@@ -1,0 +1,55 @@
+// Every public verb vrnic does not implement: each fails with EOPNOTSUPP, none crashes or
+// pretends to succeed. (Verbs reached through verbs_context ops are left null instead, so
+// rdma-core's inline wrappers report EOPNOTSUPP themselves; see context.cc.)
+#include "abi/objects.h"
+
+using vrnic::abi::fail_null;
+
+// Address handles: UD is not supported yet.
+VRNIC_EXPORT ibv_ah* ibv_create_ah(ibv_pd*, ibv_ah_attr*) { return fail_null<ibv_ah>(EOPNOTSUPP); }
+VRNIC_EXPORT int ibv_destroy_ah(ibv_ah*) { return EOPNOTSUPP; }
+VRNIC_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t) {
+  return fail_null<ibv_ah>(EOPNOTSUPP);
+}
+VRNIC_EXPORT int ibv_init_ah_from_wc(ibv_context*, uint8_t, ibv_wc*, ibv_grh*, ibv_ah_attr*) {
+  errno = EOPNOTSUPP;
+  return -1;
+}
+
+// Shared receive queues.
+VRNIC_EXPORT ibv_srq* ibv_create_srq(ibv_pd*, ibv_srq_init_attr*) {
+  return fail_null<ibv_srq>(EOPNOTSUPP);
+}
+VRNIC_EXPORT int ibv_modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EOPNOTSUPP; }
+VRNIC_EXPORT int ibv_query_srq(ibv_srq*, ibv_srq_attr*) { return EOPNOTSUPP; }
+VRNIC_EXPORT int ibv_destroy_srq(ibv_srq*) { return EOPNOTSUPP; }
+
+// Multicast (UD only).
+VRNIC_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
+VRNIC_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
+
+// Memory: re-registration and dma-buf.
+VRNIC_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) { return EOPNOTSUPP; }
+VRNIC_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
+  return fail_null<ibv_mr>(EOPNOTSUPP);
+}
+
+// Resizing a CQ.
+VRNIC_EXPORT int ibv_resize_cq(ibv_cq*, int) { return EOPNOTSUPP; }
+
+// Sharing objects between processes through a kernel command fd: there is no kernel object.
+VRNIC_EXPORT ibv_context* ibv_import_device(int) { return fail_null<ibv_context>(EOPNOTSUPP); }
+VRNIC_EXPORT ibv_pd* ibv_import_pd(ibv_context*, uint32_t) { return fail_null<ibv_pd>(EOPNOTSUPP); }
+VRNIC_EXPORT ibv_mr* ibv_import_mr(ibv_pd*, uint32_t) { return fail_null<ibv_mr>(EOPNOTSUPP); }
+VRNIC_EXPORT ibv_dm* ibv_import_dm(ibv_context*, uint32_t) { return fail_null<ibv_dm>(EOPNOTSUPP); }
+// Nothing can have been imported, so there is nothing to release.
+VRNIC_EXPORT void ibv_unimport_pd(ibv_pd*) {}
+VRNIC_EXPORT void ibv_unimport_mr(ibv_mr*) {}
+VRNIC_EXPORT void ibv_unimport_dm(ibv_dm*) {}
+
+// Enhanced connection establishment (a vendor extension).
+VRNIC_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+VRNIC_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+
+// The ibv_wr_* send API needs QPs made by ibv_create_qp_ex, which fails with EOPNOTSUPP.
+VRNIC_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp*) { return fail_null<ibv_qp_ex>(EOPNOTSUPP); }

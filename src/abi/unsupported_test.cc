@@ -1,0 +1,132 @@
+// Every verb vrnic does not support fails with EOPNOTSUPP, through each way a program reaches it.
+#include <dlfcn.h>
+
+#include "abi/verbs_test.h"
+
+namespace vrnic::abi::test {
+namespace {
+
+using Unsupported = VerbsTest;
+
+TEST_F(Unsupported, exported_pointer_verbs__null_with_eopnotsupp) {
+  ibv_ah_attr ah{};
+  errno = 0;
+  EXPECT_EQ(ibv_create_ah(pd_, &ah), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_srq_init_attr srq{};
+  srq.attr.max_wr = 4;
+  srq.attr.max_sge = 1;
+  errno = 0;
+  EXPECT_EQ(ibv_create_srq(pd_, &srq), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_dmabuf_mr(pd_, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_import_device(3), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_import_pd(ctx_, 1), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_import_mr(pd_, 1), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_import_dm(ctx_, 1), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+TEST_F(Unsupported, exported_int_verbs__return_eopnotsupp) {
+  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  EXPECT_EQ(ibv_resize_cq(cq, 64), EOPNOTSUPP);
+  ibv_qp_init_attr init{};
+  init.send_cq = init.recv_cq = cq;
+  init.qp_type = IBV_QPT_RC;
+  init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+  init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(pd_, &init);
+  ASSERT_NE(qp, nullptr);
+  ibv_gid gid{};
+  EXPECT_EQ(ibv_attach_mcast(qp, &gid, 0), EOPNOTSUPP);
+  EXPECT_EQ(ibv_detach_mcast(qp, &gid, 0), EOPNOTSUPP);
+  ibv_ece ece{};
+  EXPECT_EQ(ibv_query_ece(qp, &ece), EOPNOTSUPP);
+  EXPECT_EQ(ibv_set_ece(qp, &ece), EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_qp_to_qp_ex(qp), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  char buf[64];
+  ibv_mr* mr = ibv_reg_mr(pd_, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr, nullptr);
+  EXPECT_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, 0), EOPNOTSUPP);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+}
+
+// These are static inline in verbs.h: they find a null verbs_context op and fail themselves.
+TEST_F(Unsupported, inline_extended_verbs__eopnotsupp) {
+  ibv_cq_init_attr_ex cq_attr{};
+  cq_attr.cqe = 16;
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(ctx_, &cq_attr), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+
+  ibv_qp_init_attr_ex qp_attr{};
+  qp_attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  qp_attr.pd = pd_;
+  qp_attr.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+  errno = 0;
+  EXPECT_EQ(ibv_create_qp_ex(ctx_, &qp_attr), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_mw(pd_, IBV_MW_TYPE_1), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_xrcd_init_attr xrcd{};
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xrcd), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_td_init_attr td{};
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_td(ctx_, &td), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_alloc_dm_attr dm{};
+  dm.length = 64;
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_dm(ctx_, &dm), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_counters_init_attr counters{};
+  errno = 0;
+  EXPECT_EQ(ibv_create_counters(ctx_, &counters), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  errno = 0;
+  EXPECT_EQ(ibv_alloc_null_mr(pd_), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  ibv_values_ex values{};
+  EXPECT_EQ(ibv_query_rt_values_ex(ctx_, &values), EOPNOTSUPP);
+}
+
+// Provider (IBVERBS_PRIVATE_34) and 2006-ABI (IBVERBS_1.0) names, looked up by version.
+TEST_F(Unsupported, private_and_compat_symbols__eopnotsupp) {
+  auto cmd = reinterpret_cast<int (*)()>(dlvsym(RTLD_DEFAULT, "ibv_cmd_alloc_pd",
+                                                "IBVERBS_PRIVATE_34"));
+  ASSERT_NE(cmd, nullptr);
+  EXPECT_EQ(cmd(), EOPNOTSUPP);
+  auto reg = reinterpret_cast<void (*)(const void*)>(
+      dlvsym(RTLD_DEFAULT, "verbs_register_driver_34", "IBVERBS_PRIVATE_34"));
+  ASSERT_NE(reg, nullptr);
+  reg(nullptr);  // accepted and ignored
+  auto old_alloc_pd = reinterpret_cast<void* (*)(void*)>(
+      dlvsym(RTLD_DEFAULT, "ibv_alloc_pd", "IBVERBS_1.0"));
+  ASSERT_NE(old_alloc_pd, nullptr);
+  errno = 0;
+  EXPECT_EQ(old_alloc_pd(ctx_), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  auto cur_alloc_pd = dlvsym(RTLD_DEFAULT, "ibv_alloc_pd", "IBVERBS_1.1");
+  EXPECT_EQ(cur_alloc_pd, reinterpret_cast<void*>(&ibv_alloc_pd));
+}
+
+}  // namespace
+}  // namespace vrnic::abi::test

@@ -1,0 +1,425 @@
+// End-to-end verbs tests against vrnic's libibverbs.so.1: queries, resources, and two RC QPs
+// of one context connected to each other over the device's own GID.
+#include <fcntl.h>
+#include <poll.h>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "abi/verbs_test.h"
+
+namespace vrnic::abi::test {
+namespace {
+
+using Device = VerbsTest;
+
+TEST_F(Device, query_device__limits_and_identity) {
+  ibv_device_attr a{};
+  ASSERT_EQ(ibv_query_device(ctx_, &a), 0);
+  EXPECT_EQ(a.phys_port_cnt, 1);
+  EXPECT_GT(a.max_qp, 0);
+  EXPECT_GT(a.max_qp_wr, 0);
+  EXPECT_GT(a.max_sge, 0);
+  EXPECT_NE(a.atomic_cap, IBV_ATOMIC_NONE);
+  EXPECT_NE(a.node_guid, 0u);
+  EXPECT_EQ(a.node_guid, ibv_get_device_guid(list_[0]));
+  ibv_device_attr_ex ex{};
+  ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &ex), 0);
+  EXPECT_EQ(ex.orig_attr.max_qp, a.max_qp);
+  EXPECT_EQ(std::memcmp(ex.orig_attr.fw_ver, a.fw_ver, sizeof(a.fw_ver)), 0);
+}
+
+TEST_F(Device, query_port__active_ethernet_roce) {
+  ibv_port_attr p{};
+  ASSERT_EQ(ibv_query_port(ctx_, 1, &p), 0);  // the inline wrapper: verbs_context op
+  EXPECT_EQ(p.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(p.phys_state, 5);
+  EXPECT_EQ(p.link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_EQ(p.max_mtu, IBV_MTU_4096);
+  EXPECT_GE(p.active_mtu, IBV_MTU_256);
+  EXPECT_EQ(p.gid_tbl_len, 1);
+  ibv_port_attr compat;
+  std::memset(&compat, 0xab, sizeof(compat));
+  ASSERT_EQ((ibv_query_port)(ctx_, 1, reinterpret_cast<_compat_ibv_port_attr*>(&compat)), 0);
+  EXPECT_EQ(compat.state, IBV_PORT_ACTIVE);
+  EXPECT_EQ(compat.link_layer, IBV_LINK_LAYER_ETHERNET);
+  EXPECT_EQ(compat.flags, 0xab);  // the compat struct ends before `flags`
+  EXPECT_NE(ibv_query_port(ctx_, 2, &p), 0);
+}
+
+TEST_F(Device, query_gid__rocev2_gid_of_the_device) {
+  ibv_gid gid{};
+  ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &gid), 0);
+  const bool v4_mapped = gid.global.subnet_prefix == 0 && gid.raw[10] == 0xff && gid.raw[11] == 0xff;
+  const bool v6 = gid.raw[0] != 0;
+  EXPECT_TRUE(v4_mapped || v6);
+  EXPECT_NE(ibv_query_gid(ctx_, 1, 1, &gid), 0);
+  ibv_gid_entry e{};
+  ASSERT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &e, 0), 0);
+  EXPECT_EQ(e.gid_type, IBV_GID_TYPE_ROCE_V2);
+  EXPECT_EQ(std::memcmp(e.gid.raw, gid.raw, 16), 0);
+  ibv_gid_entry table[4];
+  EXPECT_EQ(ibv_query_gid_table(ctx_, table, 4, 0), 1);
+  __be16 pkey = 0;
+  ASSERT_EQ(ibv_query_pkey(ctx_, 1, 0, &pkey), 0);
+  EXPECT_EQ(pkey, 0xffff);
+  EXPECT_EQ(ibv_get_pkey_index(ctx_, 1, pkey), 0);
+  uint8_t mac[6];
+  uint16_t vid = 0;
+  ibv_ah_attr ah{};
+  ah.is_global = 1;
+  ah.grh.dgid = gid;
+  ASSERT_EQ(ibv_resolve_eth_l2_from_gid(ctx_, &ah, mac, &vid), 0);
+  EXPECT_EQ(mac[0] & 0x03, 0x02);  // locally administered unicast
+}
+
+TEST_F(Device, strings__names) {
+  EXPECT_STREQ(ibv_wc_status_str(IBV_WC_SUCCESS), "success");
+  EXPECT_STREQ(ibv_port_state_str(IBV_PORT_ACTIVE), "active");
+  EXPECT_STREQ(ibv_node_type_str(IBV_NODE_CA), "InfiniBand channel adapter");
+  EXPECT_STREQ(ibv_event_type_str(IBV_EVENT_QP_FATAL), "local work queue catastrophic error");
+  EXPECT_EQ(ibv_rate_to_mult(IBV_RATE_10_GBPS), 4);
+  EXPECT_EQ(mult_to_ibv_rate(4), IBV_RATE_10_GBPS);
+  EXPECT_EQ(ibv_rate_to_mbps(IBV_RATE_100_GBPS), 103125);
+  EXPECT_EQ(ibv_is_fork_initialized(), IBV_FORK_UNNEEDED);
+  EXPECT_EQ(ibv_fork_init(), 0);
+}
+
+TEST_F(Device, mr__keys_and_bounds) {
+  std::vector<char> buf(8192);
+  ibv_mr* mr = ibv_reg_mr(pd_, buf.data(), buf.size(),
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(mr, nullptr);
+  EXPECT_EQ(mr->addr, buf.data());
+  EXPECT_EQ(mr->length, buf.size());
+  EXPECT_EQ(mr->pd, pd_);
+  ibv_mr* mr2 = ibv_reg_mr_iova2(pd_, buf.data(), 4096, 0x10000, IBV_ACCESS_LOCAL_WRITE);
+  ASSERT_NE(mr2, nullptr);
+  EXPECT_NE(mr2->lkey, mr->lkey);
+  EXPECT_EQ(ibv_dealloc_pd(pd_), EBUSY);  // MRs still use it
+  EXPECT_EQ(ibv_dereg_mr(mr2), 0);
+  EXPECT_EQ(ibv_dereg_mr(mr), 0);
+}
+
+// Two RC QPs of one context, connected to each other (loopback through the device's GID).
+class Loopback : public VerbsTest {
+ protected:
+  static constexpr size_t kSize = 1 << 20;
+
+  void SetUp() override {
+    VerbsTest::SetUp();
+    if (HasFatalFailure()) return;
+    channel_ = ibv_create_comp_channel(ctx_);
+    ASSERT_NE(channel_, nullptr);
+    cq_ = ibv_create_cq(ctx_, 256, this, channel_, 0);
+    ASSERT_NE(cq_, nullptr);
+    a_buf_.assign(kSize, 0);
+    b_buf_.assign(kSize, 0);
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    a_mr_ = ibv_reg_mr(pd_, a_buf_.data(), kSize, access);
+    b_mr_ = ibv_reg_mr(pd_, b_buf_.data(), kSize, access);
+    ASSERT_NE(a_mr_, nullptr);
+    ASSERT_NE(b_mr_, nullptr);
+    a_ = make_qp();
+    b_ = make_qp();
+    ASSERT_NE(a_, nullptr);
+    ASSERT_NE(b_, nullptr);
+    connect(a_, b_->qp_num, 100, 200);
+    connect(b_, a_->qp_num, 200, 100);
+  }
+  void TearDown() override {
+    if (a_) EXPECT_EQ(ibv_destroy_qp(a_), 0);
+    if (b_) EXPECT_EQ(ibv_destroy_qp(b_), 0);
+    if (a_mr_) EXPECT_EQ(ibv_dereg_mr(a_mr_), 0);
+    if (b_mr_) EXPECT_EQ(ibv_dereg_mr(b_mr_), 0);
+    if (cq_) EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+    if (channel_) EXPECT_EQ(ibv_destroy_comp_channel(channel_), 0);
+    VerbsTest::TearDown();
+  }
+
+  ibv_qp* make_qp() {
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 64;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 4;
+    init.cap.max_inline_data = 64;
+    ibv_qp* qp = ibv_create_qp(pd_, &init);
+    if (qp) {
+      EXPECT_GE(init.cap.max_send_wr, 64u);
+      EXPECT_EQ(qp->state, IBV_QPS_RESET);
+      EXPECT_NE(qp->qp_num, 0u);
+    }
+    return qp;
+  }
+
+  void connect(ibv_qp* qp, uint32_t remote_qpn, uint32_t my_psn, uint32_t remote_psn) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                        IBV_ACCESS_REMOTE_ATOMIC;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                        IBV_QP_ACCESS_FLAGS), 0);
+    EXPECT_EQ(qp->state, IBV_QPS_INIT);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = remote_qpn;
+    a.rq_psn = remote_psn;
+    a.max_dest_rd_atomic = 4;
+    a.min_rnr_timer = 12;
+    a.ah_attr.is_global = 1;
+    ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &a.ah_attr.grh.dgid), 0);
+    a.ah_attr.grh.hop_limit = 64;
+    a.ah_attr.port_num = 1;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.sq_psn = my_psn;
+    a.max_rd_atomic = 4;
+    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                        IBV_QP_MAX_QP_RD_ATOMIC), 0);
+    EXPECT_EQ(qp->state, IBV_QPS_RTS);
+  }
+
+  // Polls until n completions arrived or 5 s passed.
+  std::vector<ibv_wc> wait(int n) {
+    std::vector<ibv_wc> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (int(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
+      ibv_wc wc[8];
+      const int got = ibv_poll_cq(cq_, 8, wc);
+      EXPECT_GE(got, 0);
+      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
+    }
+    return out;
+  }
+
+  ibv_sge sge(std::vector<uint8_t>& buf, ibv_mr* mr, size_t off, size_t len) {
+    return ibv_sge{reinterpret_cast<uint64_t>(buf.data() + off), uint32_t(len), mr->lkey};
+  }
+
+  ibv_comp_channel* channel_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  std::vector<uint8_t> a_buf_, b_buf_;
+  ibv_mr* a_mr_ = nullptr;
+  ibv_mr* b_mr_ = nullptr;
+  ibv_qp* a_ = nullptr;
+  ibv_qp* b_ = nullptr;
+};
+
+TEST_F(Loopback, send_recv__bytes_and_cqes) {
+  for (size_t i = 0; i < 5000; ++i) a_buf_[i] = uint8_t(i * 7 + 1);
+  ibv_sge rs = sge(b_buf_, b_mr_, 0, 8192);
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 2;
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  ASSERT_EQ(ibv_post_recv(b_, &rwr, &bad_r), 0);
+  ibv_sge ss = sge(a_buf_, a_mr_, 0, 5000);
+  ibv_send_wr swr{};
+  swr.wr_id = 0x31415926;
+  swr.opcode = IBV_WR_SEND_WITH_IMM;
+  swr.imm_data = htobe32(0x1234);
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.sg_list = &ss;
+  swr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_, &swr, &bad), 0);
+  auto wcs = wait(2);
+  ASSERT_EQ(wcs.size(), 2u);
+  for (const ibv_wc& wc : wcs) {
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    if (wc.opcode == IBV_WC_RECV) {
+      EXPECT_EQ(wc.wr_id, 2u);
+      EXPECT_EQ(wc.byte_len, 5000u);
+      EXPECT_EQ(wc.qp_num, b_->qp_num);
+      EXPECT_TRUE(wc.wc_flags & IBV_WC_WITH_IMM);
+      EXPECT_EQ(be32toh(wc.imm_data), 0x1234u);
+    } else {
+      EXPECT_EQ(wc.opcode, IBV_WC_SEND);
+      EXPECT_EQ(wc.wr_id, 0x31415926u);
+      EXPECT_EQ(wc.qp_num, a_->qp_num);
+    }
+  }
+  EXPECT_EQ(std::memcmp(a_buf_.data(), b_buf_.data(), 5000), 0);
+}
+
+TEST_F(Loopback, write_then_read__bytes_round_trip) {
+  for (size_t i = 0; i < kSize; ++i) a_buf_[i] = uint8_t(i ^ (i >> 8));
+  ibv_sge ws = sge(a_buf_, a_mr_, 0, kSize / 2);
+  ibv_send_wr w{};
+  w.wr_id = 1;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.sg_list = &ws;
+  w.num_sge = 1;
+  w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+  w.wr.rdma.rkey = b_mr_->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
+  auto wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_WRITE);
+  EXPECT_EQ(std::memcmp(a_buf_.data(), b_buf_.data(), kSize / 2), 0);
+
+  // Read it back into the second half of a's buffer.
+  ibv_sge rs = sge(a_buf_, a_mr_, kSize / 2, kSize / 2);
+  ibv_send_wr r{};
+  r.wr_id = 2;
+  r.opcode = IBV_WR_RDMA_READ;
+  r.send_flags = IBV_SEND_SIGNALED;
+  r.sg_list = &rs;
+  r.num_sge = 1;
+  r.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+  r.wr.rdma.rkey = b_mr_->rkey;
+  ASSERT_EQ(ibv_post_send(a_, &r, &bad), 0);
+  wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_READ);
+  EXPECT_EQ(wcs[0].byte_len, kSize / 2);
+  EXPECT_EQ(std::memcmp(a_buf_.data(), a_buf_.data() + kSize / 2, kSize / 2), 0);
+}
+
+TEST_F(Loopback, atomics__fetch_add_and_compare_swap) {
+  uint64_t* target = reinterpret_cast<uint64_t*>(b_buf_.data() + 64);
+  *target = 0x7776757473727170;
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 8);
+  ibv_send_wr w{};
+  w.wr_id = 1;
+  w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.wr.atomic.remote_addr = reinterpret_cast<uint64_t>(target);
+  w.wr.atomic.rkey = b_mr_->rkey;
+  w.wr.atomic.compare_add = 0x036328FE883A1230;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
+  auto wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_FETCH_ADD);
+  uint64_t original;
+  std::memcpy(&original, a_buf_.data(), 8);
+  EXPECT_EQ(original, 0x7776757473727170u);
+  EXPECT_EQ(*target, 0x7AD99E72FBAC83A0u);  // seed 000's worked example
+
+  w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+  w.wr.atomic.compare_add = 1;  // does not match: no swap
+  w.wr.atomic.swap = 5;
+  ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
+  wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_COMP_SWAP);
+  EXPECT_EQ(*target, 0x7AD99E72FBAC83A0u);
+  w.wr.atomic.compare_add = 0x7AD99E72FBAC83A0;  // matches: swapped
+  ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
+  wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(*target, 5u);
+}
+
+TEST_F(Loopback, bad_rkey__remote_access_error_memory_unchanged) {
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 64);
+  std::memset(a_buf_.data(), 0x5a, 64);
+  ibv_send_wr w{};
+  w.wr_id = 9;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+  w.wr.rdma.rkey = b_mr_->rkey ^ 0x80;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
+  auto wcs = wait(1);
+  ASSERT_GE(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wcs[0].status);
+  EXPECT_EQ(b_buf_[0], 0);
+}
+
+TEST_F(Loopback, completion_channel__event_names_cq_and_context) {
+  ASSERT_EQ(ibv_req_notify_cq(cq_, 0), 0);
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 16);
+  ibv_send_wr w{};
+  w.wr_id = 3;
+  w.opcode = IBV_WR_RDMA_WRITE;
+  w.send_flags = IBV_SEND_SIGNALED;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+  w.wr.rdma.rkey = b_mr_->rkey;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
+  pollfd p{channel_->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  ibv_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(channel_, &ev_cq, &ev_ctx), 0);
+  EXPECT_EQ(ev_cq, cq_);
+  EXPECT_EQ(ev_ctx, this);
+  ibv_ack_cq_events(cq_, 1);
+  EXPECT_EQ(wait(1).size(), 1u);
+  // Not re-armed: no second event.
+  const int flags = fcntl(channel_->fd, F_GETFL);
+  ASSERT_EQ(fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK), 0);
+  EXPECT_EQ(ibv_get_cq_event(channel_, &ev_cq, &ev_ctx), -1);
+  EXPECT_EQ(errno, EAGAIN);
+}
+
+TEST_F(Loopback, post_send_not_rts__error_and_bad_wr) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(a_, &a, IBV_QP_STATE), 0);
+  ibv_qp_attr q{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(a_, &q, IBV_QP_STATE, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_ERR);
+  ibv_qp* fresh = make_qp();
+  ASSERT_NE(fresh, nullptr);
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 16);
+  ibv_send_wr w{};
+  w.opcode = IBV_WR_SEND;
+  w.sg_list = &s;
+  w.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  EXPECT_NE(ibv_post_send(fresh, &w, &bad), 0);  // a RESET QP accepts no send WR
+  EXPECT_EQ(bad, &w);
+  EXPECT_EQ(ibv_destroy_qp(fresh), 0);
+}
+
+TEST_F(Loopback, query_qp__reports_connection) {
+  ibv_qp_attr q{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(b_, &q, IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_SQ_PSN, &init), 0);
+  EXPECT_EQ(q.qp_state, IBV_QPS_RTS);
+  EXPECT_EQ(q.dest_qp_num, a_->qp_num);
+  EXPECT_EQ(q.sq_psn, 200u);
+  EXPECT_EQ(q.timeout, 14);
+  EXPECT_EQ(init.qp_type, IBV_QPT_RC);
+  EXPECT_EQ(init.send_cq, cq_);
+}
+
+TEST_F(Device, async_fd__is_a_pollable_fd) {
+  EXPECT_GE(ctx_->async_fd, 0);
+  EXPECT_NE(fcntl(ctx_->async_fd, F_GETFD), -1);
+  pollfd p{ctx_->async_fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0);  // nothing happened
+}
+
+}  // namespace
+}  // namespace vrnic::abi::test
