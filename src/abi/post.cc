@@ -21,19 +21,11 @@ struct RecvScratch {
   std::vector<ibv_recv_wr*> src;
 };
 
-// Rings the doorbell; wakes the progress thread when the post left work (or an earlier timer)
-// for it, since the engine only sends what its window allows now.
+// Rings the doorbell. LiveNic::locked wakes the progress thread itself when the post armed
+// an earlier timer, and the thread revisits work the engine holds back (window, pacing).
 template <typename Post>
 int ring(vrnic::live::LiveNic* nic, Post&& post) {
-  bool wake = false;
-  const int err = nic->locked([&](Device& d) {
-    const uint64_t timer_before = d.next_timer_ns();
-    const int e = post(d);
-    wake = d.has_pending_tx() || d.next_timer_ns() < timer_before;
-    return e;
-  });
-  if (wake) nic->kick();
-  return err;
+  return nic->locked([&](Device& d) { return post(d); });
 }
 
 }  // namespace

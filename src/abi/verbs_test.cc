@@ -258,40 +258,47 @@ TEST_F(Loopback, send_recv__bytes_and_cqes) {
 
 TEST_F(Loopback, write_then_read__bytes_round_trip) {
   for (size_t i = 0; i < kSize; ++i) a_buf_[i] = uint8_t(i ^ (i >> 8));
-  ibv_sge ws = sge(a_buf_, a_mr_, 0, kSize / 2);
-  ibv_send_wr w{};
-  w.wr_id = 1;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.sg_list = &ws;
-  w.num_sge = 1;
-  w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
-  w.wr.rdma.rkey = b_mr_->rkey;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
-  auto wcs = wait(1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
-  EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_WRITE);
-  EXPECT_EQ(std::memcmp(a_buf_.data(), b_buf_.data(), kSize / 2), 0);
+  // One byte, odd sizes across packet boundaries (path MTU 1024), and many packets.
+  for (size_t len : {size_t(1), size_t(1000), size_t(1025), size_t(65536 + 3), kSize / 2}) {
+    SCOPED_TRACE(len);
+    std::memset(b_buf_.data(), 0, kSize);
+    std::memset(a_buf_.data() + kSize / 2, 0, kSize / 2);
+    ibv_sge ws = sge(a_buf_, a_mr_, 0, len);
+    ibv_send_wr w{};
+    w.wr_id = 1;
+    w.opcode = IBV_WR_RDMA_WRITE;
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.sg_list = &ws;
+    w.num_sge = 1;
+    w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+    w.wr.rdma.rkey = b_mr_->rkey;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
+    auto wcs = wait(1);
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_WRITE);
+    EXPECT_EQ(std::memcmp(a_buf_.data(), b_buf_.data(), len), 0);
+    EXPECT_EQ(b_buf_[len], 0);  // nothing past the message
 
-  // Read it back into the second half of a's buffer.
-  ibv_sge rs = sge(a_buf_, a_mr_, kSize / 2, kSize / 2);
-  ibv_send_wr r{};
-  r.wr_id = 2;
-  r.opcode = IBV_WR_RDMA_READ;
-  r.send_flags = IBV_SEND_SIGNALED;
-  r.sg_list = &rs;
-  r.num_sge = 1;
-  r.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
-  r.wr.rdma.rkey = b_mr_->rkey;
-  ASSERT_EQ(ibv_post_send(a_, &r, &bad), 0);
-  wcs = wait(1);
-  ASSERT_EQ(wcs.size(), 1u);
-  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
-  EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_READ);
-  EXPECT_EQ(wcs[0].byte_len, kSize / 2);
-  EXPECT_EQ(std::memcmp(a_buf_.data(), a_buf_.data() + kSize / 2, kSize / 2), 0);
+    // Read it back into the second half of a's buffer.
+    ibv_sge rs = sge(a_buf_, a_mr_, kSize / 2, len);
+    ibv_send_wr r{};
+    r.wr_id = 2;
+    r.opcode = IBV_WR_RDMA_READ;
+    r.send_flags = IBV_SEND_SIGNALED;
+    r.sg_list = &rs;
+    r.num_sge = 1;
+    r.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+    r.wr.rdma.rkey = b_mr_->rkey;
+    ASSERT_EQ(ibv_post_send(a_, &r, &bad), 0);
+    wcs = wait(1);
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wcs[0].opcode, IBV_WC_RDMA_READ);
+    EXPECT_EQ(wcs[0].byte_len, len);
+    EXPECT_EQ(std::memcmp(a_buf_.data(), a_buf_.data() + kSize / 2, len), 0);
+  }
 }
 
 TEST_F(Loopback, atomics__fetch_add_and_compare_swap) {
