@@ -122,8 +122,10 @@ void on_read_response(Core& c, Qp& qp, const wire::Packet& p) {
   uint64_t expect = w.length > off ? w.length - off : 0;
   if (expect > mtu) expect = mtu;
   bool last = static_cast<uint32_t>(k) + 1 == w.npkts;
+  // The response closing a piece (or a retransmitted tail) of the READ is a LAST too.
+  bool piece_end = last || static_cast<uint32_t>(k) + 1 == w.read_req_end;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
-  if (p.payload.size() != expect || info.last() != last) {
+  if (p.payload.size() != expect || info.last() != piece_end) {
     ++c.ctr.rx_malformed;  // C9-?? a response of the wrong length is not placed
     return;
   }

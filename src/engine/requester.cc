@@ -129,6 +129,7 @@ void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
   p.bth.opcode = wire::kRcReadRequest;
   p.bth.ack_req = true;
   p.reth = {w.remote_addr + off, w.rkey, static_cast<uint32_t>(len)};
+  w.read_req_end = k + n;
   c.start_packet(qp, p, 0);
   c.commit_packet();
   count_sent(c, qp, psn, n);
