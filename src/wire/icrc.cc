@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
 
 #include "wire/headers.h"
@@ -26,16 +27,16 @@ void put16(uint8_t* p, uint16_t v) {
 }
 uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
-// CRC-32 of `prefix` (the 1s and the masked IP/UDP headers) followed by the transport
-// packet with BTH byte 4 set to 1s.
-uint32_t crc_with_transport(const uint8_t* prefix, size_t prefix_len,
+// CRC-32 of `prefix` (the 1s and the masked IP/UDP headers, in a buffer with room for a BTH
+// after them) followed by the transport packet with BTH byte 4 set to 1s. The BTH is
+// appended to the prefix so that zlib gets one run of headers and one of payload: on short
+// packets each crc32 call costs more than the bytes it covers.
+uint32_t crc_with_transport(uint8_t* prefix, size_t prefix_len,
                             std::span<const uint8_t> transport) {
-  uLong crc = crc32_z(0, prefix, prefix_len);
   const size_t head = transport.size() < kBthSize ? transport.size() : kBthSize;
-  uint8_t bth[kBthSize];
-  std::memcpy(bth, transport.data(), head);
-  if (head > kBthMaskedByte) bth[kBthMaskedByte] = 0xff;
-  crc = crc32_z(crc, bth, head);
+  std::memcpy(prefix + prefix_len, transport.data(), head);
+  if (head > kBthMaskedByte) prefix[prefix_len + kBthMaskedByte] = 0xff;
+  uLong crc = crc32_z(0, prefix, prefix_len + head);
   crc = crc32_z(crc, transport.data() + head, transport.size() - head);
   return static_cast<uint32_t>(crc);
 }
@@ -134,21 +135,38 @@ class IdSolver {
 // the 16 bits of x, with DF set and with DF clear. The 16 deltas are independent (a CRC
 // with a degree-32 generator maps 16-bit messages injectively), so each solve has at most
 // one answer. No second pass over the payload is needed: only the first CRC, one
-// crc32_combine_gen for the shift length and 32 GF(2) multiplies.
-IcrcVerdict recover_ip_id(const IpUdpInfo& ip, uint32_t computed, uint32_t stored,
-                          size_t transport_size, uint16_t* recovered_ip_id) {
-  static const FieldBasis basis;
+// crc32_combine_gen for the shift length and 32 GF(2) multiplies (cached per length).
+// The deltas of the 32 bits of the ID:flags word and the solver over the 16 ID bits, for
+// one transport length.
+struct LengthBasis {
+  size_t transport_size = SIZE_MAX;
+  uint32_t delta[32] = {};
+  IdSolver solver;
+};
+
+const LengthBasis& basis_for(size_t transport_size) {
+  static const FieldBasis field;
+  // Peers send runs of equal-sized (MTU) packets, so one entry per thread catches most.
+  thread_local LengthBasis cache;
+  if (cache.transport_size == transport_size) return cache;
+  cache = LengthBasis{};
+  cache.transport_size = transport_size;
   // Bytes covered by the CRC after the ID:flags word.
   const size_t after = kLeadOnes + kIpv4HeaderSize + kUdpHeaderSize + transport_size -
                        (kIpIdOffset + 4);
   const uLong op = crc32_combine_gen(static_cast<z_off_t>(after));
-  uint32_t delta[32];
   for (int bit = 0; bit < 32; ++bit) {
-    delta[bit] = static_cast<uint32_t>(crc32_combine_op(basis.lin[bit], 0, op));
+    cache.delta[bit] = static_cast<uint32_t>(crc32_combine_op(field.lin[bit], 0, op));
   }
-  IdSolver solver;
-  for (int i = 0; i < 16; ++i) solver.add(delta[16 + i], static_cast<uint16_t>(1u << i));
+  for (int i = 0; i < 16; ++i) cache.solver.add(cache.delta[16 + i], static_cast<uint16_t>(1u << i));
+  return cache;
+}
 
+IcrcVerdict recover_ip_id(const IpUdpInfo& ip, uint32_t computed, uint32_t stored,
+                          size_t transport_size, uint16_t* recovered_ip_id) {
+  const LengthBasis& b = basis_for(transport_size);
+  const uint32_t* delta = b.delta;
+  const IdSolver& solver = b.solver;
   for (const uint16_t flags : {uint16_t{0x4000}, uint16_t{0x0000}}) {
     uint32_t target = stored ^ computed;
     const uint16_t flag_change = flags ^ ip.ip_flags_frag;
@@ -167,7 +185,7 @@ IcrcVerdict recover_ip_id(const IpUdpInfo& ip, uint32_t computed, uint32_t store
 }  // namespace
 
 uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport) {
-  uint8_t prefix[kLeadOnes + kIpv6HeaderSize + kUdpHeaderSize];
+  uint8_t prefix[kLeadOnes + kIpv6HeaderSize + kUdpHeaderSize + kBthSize];
   const size_t n = masked_prefix(ip, transport.size(), prefix);
   return crc_with_transport(prefix, n, transport);
 }
@@ -176,7 +194,7 @@ bool compute_icrc_ip_packet(std::span<const uint8_t> pkt, uint32_t& icrc) {
   if (pkt.empty()) return false;
   const uint8_t* p = pkt.data();
   // The masked copy of the IP header (with options, for IPv4) and the UDP header.
-  uint8_t prefix[kLeadOnes + 60 + kUdpHeaderSize];
+  uint8_t prefix[kLeadOnes + 60 + kUdpHeaderSize + kBthSize];
   std::memset(prefix, 0xff, kLeadOnes);
   uint8_t* h = prefix + kLeadOnes;
   size_t ip_hdr = 0, ip_total = 0;
