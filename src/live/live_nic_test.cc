@@ -277,6 +277,31 @@ TEST_F(LiveNicTest, progress_thread__completes_a_write_without_poll_cq_draining)
   LiveNic::release(nic);
 }
 
+TEST_F(LiveNicTest, ipv6__loopback_write_over_ipv6) {
+  setenv("VRNIC_IP", "::1", 1);
+  int err = 0;
+  LiveNic* nic = LiveNic::acquire({}, err);
+  if (!nic && err == EADDRNOTAVAIL) GTEST_SKIP() << "no IPv6 loopback";
+  ASSERT_NE(nic, nullptr) << std::strerror(err);
+  EXPECT_TRUE(nic->is_ipv6());
+  EXPECT_FALSE(nic->gid().is_ipv4_mapped());
+  EXPECT_EQ(nic->gid().raw[15], 1);
+  std::vector<uint8_t> src = pattern(20000, 4), dst(20000, 0);
+  LoopbackPair p;
+  setup_pair(nic, p, src, dst);
+  post_write(nic, p, src, dst);
+  engine::WorkCompletion wc;
+  int got = 0;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       got == 0 && std::chrono::steady_clock::now() < until;)
+    got = nic->poll_cq(p.cq, &wc, 1);
+  ASSERT_EQ(got, 1);
+  EXPECT_EQ(wc.status, engine::WcStatus::kSuccess);
+  EXPECT_EQ(dst, src);
+  EXPECT_EQ(nic->counters().rx_icrc_errors, 0u);
+  LiveNic::release(nic);
+}
+
 TEST_F(LiveNicTest, pcap__loopback_write_is_captured_both_ways) {
   std::string path = "/tmp/vrnic_live_test_" + std::to_string(getpid()) + ".pcap";
   setenv("VRNIC_PCAP", path.c_str(), 1);
