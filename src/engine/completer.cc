@@ -101,8 +101,13 @@ bool retire_acked(Core& c, Qp& qp, uint32_t last) {
 }
 
 void implicit_nak(Core& c, Qp& qp) {
+  RequesterState& r = qp.req;
+  // Later responses behind the same gap say nothing new: one resend per gap.
+  if (r.seq_nak_handled && r.seq_nak_psn == r.una) return;
   ++c.ctr.implicit_naks;
-  requester_go_back(c, qp, qp.req.una);
+  r.seq_nak_handled = true;
+  r.seq_nak_psn = r.una;
+  requester_go_back(c, qp, r.una);
 }
 
 void on_read_response(Core& c, Qp& qp, const wire::Packet& p) {

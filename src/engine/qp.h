@@ -64,7 +64,9 @@ struct RequesterState {
   uint8_t rnr_left = 0;
   uint64_t ack_deadline = 0;  // local ACK timeout instant, 0 = not armed
   uint64_t rnr_deadline = 0;  // RNR wait end, 0 = not waiting
-  bool seq_nak_handled = false;  // a PSN-sequence NAK for una was acted upon already
+  // A resend from seq_nak_psn was started by a PSN-sequence NAK or an implicit NAK; copies
+  // of that NAK (or more responses behind the same gap) are ignored until progress.
+  bool seq_nak_handled = false;
   uint32_t seq_nak_psn = 0;
 };
 

@@ -85,7 +85,9 @@ void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span) {
   if (psn_diff(psn, r.high_psn) < 0) ++c.ctr.retransmitted_packets;
   uint32_t end = psn_add(psn, span);
   if (psn_diff(end, r.high_psn) > 0) r.high_psn = end;
-  requester_arm_timer(c, qp, false);
+  // A packet is now outstanding: arm the local ACK timer unless it runs already.
+  uint64_t t = ack_timeout_ns(qp.attr.timeout);
+  if (t != 0 && r.ack_deadline == 0) r.ack_deadline = c.now() + t;
 }
 
 // Sends packet k of a SEND / WRITE WQE.

@@ -48,7 +48,7 @@ void LoopWire::enqueue(const engine::WirePacket& pkt) {
     ++stats_.unroutable;
     return;
   }
-  if (chance(faults_.loss)) {
+  if ((drop_ && drop_(pkt)) || chance(faults_.loss)) {
     ++stats_.lost;
     return;
   }

@@ -73,6 +73,10 @@ class LoopWire {
   // Called for every packet delivered (after faults), e.g. to capture or to assert.
   void set_tap(std::function<void(const engine::WirePacket&)> tap) { tap_ = std::move(tap); }
 
+  // Called for every packet sent, before the faults: returning true drops it (counted as
+  // lost). For tests that remove one chosen packet.
+  void set_drop_filter(std::function<bool(const engine::WirePacket&)> f) { drop_ = std::move(f); }
+
   // Delivers the first deliverable packet and the packets right behind it for the same
   // port (one receive batch); false if nothing is deliverable at the current time.
   bool step();
@@ -106,6 +110,7 @@ class LoopWire {
   std::vector<std::unique_ptr<LoopPort>> ports_;
   std::deque<Frame> queue_;
   std::function<void(const engine::WirePacket&)> tap_;
+  std::function<bool(const engine::WirePacket&)> drop_;
 };
 
 }  // namespace vrnic::transport
