@@ -75,12 +75,14 @@ enum class ParseError : uint8_t {
   kTruncated,       // shorter than the headers the opcode requires, or than pad + ICRC
   kBadVersion,      // BTH TVer != 0
   kUnknownOpcode,   // reserved / unsupported opcode
-  kBadPadCount,     // pad bytes present on a packet that carries no payload, or more than payload
+  kBadPadCount,     // pad on a packet that carries no payload, pad longer than the bytes
+                    // present, or payload + pad not a multiple of 4 (IBA 9.2)
   kPayloadNotAllowed,  // opcode carries no payload but bytes follow the headers
 };
 const char* to_string(ParseError e);
 
 // Parses the UDP payload of a RoCEv2 packet (BTH .. ICRC inclusive). Does not check the ICRC.
+// Resets `out` first; never reads outside the span. Reserved bits are ignored.
 ParseError parse_packet(std::span<const uint8_t> udp_payload, Packet& out);
 
 // Length of BTH + the extended headers for this opcode (0 if the opcode is unknown).

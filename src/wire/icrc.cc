@@ -126,16 +126,6 @@ class IdSolver {
   uint16_t ids_[32] = {};
 };
 
-// Decision (see docs/protocol.md, "ICRC and the unseen IPv4 ID"): the ICRC covers the IPv4
-// identification, which a UDP socket never shows the receiver, and peer NICs fill it with
-// their own counter. CRC-32 is affine over GF(2) for a fixed length, so
-//   icrc(id, flags) = icrc(id0, flags0) ^ L((id ^ id0) << 16 | (flags ^ flags0)),
-// where L is linear and is the CRC register's shift of each changed bit across the bytes
-// that follow it. We solve L(x << 16) = stored ^ icrc(id0, flags0) ^ L(flags ^ flags0) for
-// the 16 bits of x, with DF set and with DF clear. The 16 deltas are independent (a CRC
-// with a degree-32 generator maps 16-bit messages injectively), so each solve has at most
-// one answer. No second pass over the payload is needed: only the first CRC, one
-// crc32_combine_gen for the shift length and 32 GF(2) multiplies (cached per length).
 // The deltas of the 32 bits of the ID:flags word and the solver over the 16 ID bits, for
 // one transport length.
 struct LengthBasis {
@@ -158,10 +148,24 @@ const LengthBasis& basis_for(size_t transport_size) {
   for (int bit = 0; bit < 32; ++bit) {
     cache.delta[bit] = static_cast<uint32_t>(crc32_combine_op(field.lin[bit], 0, op));
   }
-  for (int i = 0; i < 16; ++i) cache.solver.add(cache.delta[16 + i], static_cast<uint16_t>(1u << i));
+  for (int i = 0; i < 16; ++i) {
+    cache.solver.add(cache.delta[16 + i], static_cast<uint16_t>(1u << i));
+  }
   return cache;
 }
 
+// Decision (docs/protocol.md, "Received ICRCs and the unseen IPv4 identification"): the
+// ICRC covers the IPv4 identification, which a UDP socket never shows the receiver, and
+// peer NICs fill it with their own counter. CRC-32 is affine over GF(2) for a fixed
+// length, so
+//   icrc(id, flags) = icrc(id0, flags0) ^ L((id ^ id0) << 16 | (flags ^ flags0)),
+// where L is linear: each changed bit's CRC carried across the bytes that follow it. We
+// solve L(x << 16) = stored ^ icrc(id0, flags0) ^ L(flags ^ flags0) for the 16 bits of x,
+// with DF set and with DF clear. The 16 columns are independent (a CRC with a degree-32
+// generator maps 16-bit messages injectively), so each solve has at most one answer. No
+// second pass over the payload is needed: only the failed first CRC, and per new length
+// one crc32_combine_gen and 32 GF(2) multiplies. The price is a weaker check on this path
+// (2^-15 false accepts for random corruption), documented there.
 IcrcVerdict recover_ip_id(const IpUdpInfo& ip, uint32_t computed, uint32_t stored,
                           size_t transport_size, uint16_t* recovered_ip_id) {
   const LengthBasis& b = basis_for(transport_size);

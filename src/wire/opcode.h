@@ -32,6 +32,9 @@ enum : uint16_t {
   kHasImm = 1 << 4, kHasIeth = 1 << 5, kHasDeth = 1 << 6, kHasPayload = 1 << 7,
   kIsFirst = 1 << 8, kIsMiddle = 1 << 9, kIsLast = 1 << 10,  // ONLY = first | last
 };
+// Position: single-packet requests and responses (READ request, atomics, ATOMIC ACK) are
+// ONLY; an ACK and a CNP belong to no message and carry none of the three. The CNP's 16
+// reserved bytes count in header_size, so it has no payload.
 
 struct OpcodeInfo {
   bool valid = false;
