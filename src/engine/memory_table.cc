@@ -14,6 +14,10 @@ const char* to_string(AccessError e) {
   return "?";
 }
 
+MemoryTable::~MemoryTable() {
+  for (Slot& s : slots_) delete s.mr;
+}
+
 Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_t access,
                      uint32_t max_mr) {
   if (live_ >= max_mr) return nullptr;

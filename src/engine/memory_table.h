@@ -34,6 +34,11 @@ class MemoryTable {
  public:
   static constexpr uint32_t kGenerationBits = 8;
 
+  MemoryTable() = default;
+  ~MemoryTable();  // frees the MRs still registered (the device is going away)
+  MemoryTable(const MemoryTable&) = delete;
+  MemoryTable& operator=(const MemoryTable&) = delete;
+
   // Returns the new MR, or null when max_mr regions exist already.
   Mr* add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_t access, uint32_t max_mr);
   // Removes an MR; false if it is not registered here.
