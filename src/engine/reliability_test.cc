@@ -3,6 +3,8 @@
 // exhaustion. Fixed seeds: every run is the same.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "engine/qp.h"
 #include "engine/test_fabric.h"
 #include "wire/headers.h"
@@ -117,6 +119,36 @@ TEST_F(Rel, implicit_nak__lost_read_response_is_requested_again_from_the_middle)
   EXPECT_EQ(a.ctr().implicit_naks, 1u);
   EXPECT_EQ(b.ctr().duplicate_reads_replayed, 1u);
   EXPECT_EQ(b.ctr().rx_read_request, 2u);
+}
+
+// A READ of 100 packets goes out as two pieces (64 + 36); a response lost inside each
+// piece is asked for again with a request that stays inside that piece.
+TEST_F(Rel, implicit_nak__lost_responses_in_both_pieces_of_a_long_read) {
+  connect();
+  Buffer& local = a.reg(100 * 1024);
+  Buffer& remote = b.reg(100 * 1024);
+  fill_random(remote.data(), remote.bytes.size(), 13);
+  std::set<uint32_t> dropped;
+  f.wire().set_drop_filter([&](const WirePacket& p) {
+    wire::Packet h = parse(p);
+    uint32_t psn = h.bth.psn;
+    if (wire::opcode_info(h.bth.opcode).kind == wire::OpKind::kReadResponse &&
+        (psn == 100 + 31 || psn == 100 + 80) && !dropped.count(psn)) {
+      dropped.insert(psn);
+      return true;
+    }
+    return false;
+  });
+  Sge sg{local.addr(), 100 * 1024, local.mr.lkey};
+  ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kRdmaRead, 1, &sg, remote.addr(), remote.mr.rkey)), 0);
+  ASSERT_TRUE(f.run());
+  EXPECT_EQ(dropped.size(), 2u);
+  EXPECT_EQ(local.bytes, remote.bytes);
+  auto wcs = a.poll();
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(b.ctr().duplicate_reads_replayed, 2u);
+  EXPECT_EQ(a.ctr().ack_timeouts, 0u);
 }
 
 // A lost atomic ACK: the retransmitted atomic is answered from the ACK queue, the word is

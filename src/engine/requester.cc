@@ -265,8 +265,11 @@ void requester_progress(Core& c, Qp& qp) {
     if (w.opcode == WrOpcode::kRdmaRead) {
       // One piece outstanding per READ: wait until the previous piece is answered.
       if (r.cursor_pkt != w.read_placed) break;
+      // A resend inside a piece asks for the rest of that piece only: the responder's ACK
+      // queue entry covers the piece, and a duplicate must be a subset of it.
       uint32_t n = w.npkts - r.cursor_pkt;
       if (n > kReadChunkPackets) n = kReadChunkPackets;
+      if (w.read_req_end > r.cursor_pkt) n = w.read_req_end - r.cursor_pkt;
       if (in_flight != 0 && in_flight + n > kSendWindow) break;
       send_read_request(c, qp, w, r.cursor_pkt, n);
       r.cursor_pkt += n;
