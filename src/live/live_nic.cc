@@ -285,6 +285,7 @@ void LiveNic::Impl::finish() {
   if (pcap) pcap->flush();
   if (env_flag("VRNIC_STATS")) {
     std::string text = format_nonzero(nic->device_->counters());
+    if (text.empty()) text = "(all zero)\n";
     const auto& ps = port->stats();
     if (ps.tx_dropped) text += "udp_tx_dropped " + std::to_string(ps.tx_dropped) + "\n";
     if (ps.rx_truncated) text += "udp_rx_truncated " + std::to_string(ps.rx_truncated) + "\n";

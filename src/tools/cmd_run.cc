@@ -23,14 +23,13 @@ std::string self_dir() {
 }
 
 std::string find_lib_dir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("VRNIC_LIB_DIR"); env && *env) candidates.push_back(env);
-  candidates.push_back(self_dir() + "/../lib");
-  for (const std::string& dir : candidates) {
-    char real[PATH_MAX];
-    if (access((dir + "/libibverbs.so.1").c_str(), R_OK) == 0 && realpath(dir.c_str(), real))
-      return real;
-  }
+  // An explicit VRNIC_LIB_DIR is the only place looked at: a wrong one is an error, not a
+  // silent fallback to another build.
+  const char* env = std::getenv("VRNIC_LIB_DIR");
+  const std::string dir = env && *env ? std::string(env) : self_dir() + "/../lib";
+  char real[PATH_MAX];
+  if (access((dir + "/libibverbs.so.1").c_str(), R_OK) == 0 && realpath(dir.c_str(), real))
+    return real;
   return "";
 }
 
@@ -41,10 +40,11 @@ int cmd_run(const RunOptions& o) {
   }
   std::string lib = find_lib_dir();
   if (lib.empty()) {
+    const char* env = std::getenv("VRNIC_LIB_DIR");
     std::fprintf(stderr,
-                 "vrnic run: vrnic's libibverbs.so.1 not found in %s/../lib (build the "
-                 "vrnic_verbs target, or set VRNIC_LIB_DIR)\n",
-                 self_dir().c_str());
+                 "vrnic run: vrnic's libibverbs.so.1 not found in %s (build the vrnic_verbs "
+                 "target, or set VRNIC_LIB_DIR)\n",
+                 env && *env ? env : (self_dir() + "/../lib").c_str());
     return 127;
   }
   // Dynamic loading follows LD_LIBRARY_PATH before the system directories; Debian's RDMA

@@ -27,7 +27,7 @@ int cmd_demo(const std::vector<std::string>& args);
 
 // Where this executable lives (from /proc/self/exe), without a trailing slash.
 std::string self_dir();
-// The directory holding vrnic's libibverbs.so.1: $VRNIC_LIB_DIR, else <self_dir>/../lib.
+// The directory holding vrnic's libibverbs.so.1: $VRNIC_LIB_DIR if set, else <self_dir>/../lib.
 // Empty if it holds no libibverbs.so.1.
 std::string find_lib_dir();
 

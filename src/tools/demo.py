@@ -42,17 +42,26 @@ def listening(port):
     return False
 
 
-def cases():
-    """name -> (kind, server argv or None, client argv builder(port))."""
+def cases(more=False):
+    """[(name, kind, server argv builder(port) or None, client argv builder(port))]."""
     c = [("ibv_devinfo", "devinfo", None, lambda p: ["ibv_devinfo", "-v"]),
          ("ibv_rc_pingpong", "pingpong",
           lambda p: ["ibv_rc_pingpong", "-g", "0", "-p", str(p)],
           lambda p: ["ibv_rc_pingpong", "-g", "0", "-p", str(p), "127.0.0.1"])]
-    for tool in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_atomic_bw"]:
+    tools = [(t, []) for t in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_atomic_bw"]]
+    if more:
+        for opts in (["-e"], ["-c"], ["-s", "65536", "-n", "1000"]):
+            c.append(("ibv_rc_pingpong " + " ".join(opts), "pingpong",
+                      lambda p, o=opts: ["ibv_rc_pingpong", "-g", "0", *o, "-p", str(p)],
+                      lambda p, o=opts: ["ibv_rc_pingpong", "-g", "0", *o, "-p", str(p), "127.0.0.1"]))
+        tools += [(t, []) for t in ["ib_read_lat", "ib_send_lat", "ib_atomic_lat"]]
+        tools += [("ib_atomic_bw", ["-A", "CMP_AND_SWAP"]), ("ib_write_bw", ["-q", "4"]),
+                  ("ib_write_bw", ["-a"]), ("ib_send_bw", ["-m", "1024"])]
+    for tool, opts in tools:
         kind = "bw" if tool.endswith("_bw") else "lat"
-        c.append((tool, kind,
-                  lambda p, t=tool: [t, "-p", str(p)],
-                  lambda p, t=tool: [t, "-p", str(p), "127.0.0.1"]))
+        c.append((" ".join([tool, *opts]), kind,
+                  lambda p, t=tool, o=opts: [t, *o, "-p", str(p)],
+                  lambda p, t=tool, o=opts: [t, *o, "-p", str(p), "127.0.0.1"]))
     return c
 
 
@@ -81,10 +90,11 @@ def summary(kind, out):
 
 def run_case(vrnic, name, kind, server, client, timeout, logdir, verbose):
     port = free_tcp_port()
+    safe = re.sub(r"[^\w.-]+", "_", name)
     procs = []
 
     def start(tag, argv):
-        log = open(os.path.join(logdir, f"{name}.{tag}.log"), "w")
+        log = open(os.path.join(logdir, f"{safe}.{tag}.log"), "w")
         p = subprocess.Popen([vrnic, "run", "--", *argv], stdout=log, stderr=subprocess.STDOUT)
         procs.append((tag, p, log))
 
@@ -113,7 +123,7 @@ def run_case(vrnic, name, kind, server, client, timeout, logdir, verbose):
         log.close()
     outputs = {}
     for tag, _, _ in procs:
-        with open(os.path.join(logdir, f"{name}.{tag}.log")) as f:
+        with open(os.path.join(logdir, f"{safe}.{tag}.log")) as f:
             outputs[tag] = f.read()
     shown, ok = summary(kind, outputs.get("client", ""))
     if not ok:
@@ -142,6 +152,8 @@ def main():
     ap.add_argument("--vrnic", default=shutil.which("vrnic") or "vrnic", help=argparse.SUPPRESS)
     ap.add_argument("--timeout", type=float, default=60, help="seconds per case (default 60)")
     ap.add_argument("--only", action="append", help="run only this case (repeatable)")
+    ap.add_argument("--more", action="store_true",
+                    help="also pingpong -e/-c/64k, read/send/atomic latency, CAS, -q 4, -a")
     ap.add_argument("--logs", help="keep every program's output in this directory")
     ap.add_argument("-v", "--verbose", action="store_true", help="show whole outputs")
     a = ap.parse_args()
@@ -154,7 +166,7 @@ def main():
         return 2
     logdir = a.logs or tempfile.mkdtemp(prefix="vrnic-demo-")
     os.makedirs(logdir, exist_ok=True)
-    selected = [c for c in cases() if not a.only or c[0] in a.only]
+    selected = [c for c in cases(a.more) if not a.only or c[0] in a.only]
     failed = [c[0] for c in selected if not run_case(a.vrnic, *c, a.timeout, logdir, a.verbose)]
     print(f"\n{len(selected) - len(failed)}/{len(selected)} passed" +
           (f"; failed: {', '.join(failed)}" if failed else ""))

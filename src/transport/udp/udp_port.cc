@@ -66,6 +66,17 @@ struct RecvBatch::Slots {
 RecvBatch::RecvBatch(size_t capacity)
     : capacity_(capacity == 0 ? 1 : capacity), slots_(std::make_unique<Slots>(capacity_)) {
   packets_.reserve(capacity_ * 2);  // room for injected duplicates
+  Slots& s = *slots_;
+  std::memset(s.msgs.data(), 0, sizeof(mmsghdr) * capacity_);
+  for (size_t k = 0; k < capacity_; ++k) {
+    msghdr& h = s.msgs[k].msg_hdr;
+    s.iov[k].iov_base = &s.data[k * kSlotBytes];
+    s.iov[k].iov_len = kSlotBytes;
+    h.msg_iov = &s.iov[k];
+    h.msg_iovlen = 1;
+    h.msg_name = &s.names[k];
+    h.msg_control = &s.control[k * kCmsgBytes];
+  }
 }
 
 RecvBatch::~RecvBatch() = default;
@@ -263,17 +274,12 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
 size_t UdpPort::receive(RecvBatch& batch) {
   RecvBatch::Slots& s = *batch.slots_;
   const size_t n = batch.capacity_;
+  // recvmmsg overwrites only these: reset them, the buffers stay wired from the constructor.
   for (size_t k = 0; k < n; ++k) {
-    std::memset(&s.msgs[k], 0, sizeof(mmsghdr));
     msghdr& h = s.msgs[k].msg_hdr;
-    s.iov[k].iov_base = &s.data[k * RecvBatch::kSlotBytes];
-    s.iov[k].iov_len = RecvBatch::kSlotBytes;
-    h.msg_iov = &s.iov[k];
-    h.msg_iovlen = 1;
-    h.msg_name = &s.names[k];
     h.msg_namelen = sizeof(sockaddr_storage);
-    h.msg_control = &s.control[k * kCmsgBytes];
     h.msg_controllen = kCmsgBytes;
+    h.msg_flags = 0;
   }
   batch.packets_.clear();
   batch.datagrams_ = 0;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Tests of the `vrnic` command line: run's environment and exit status, devinfo, stats.
+# usage: vrnic_cli_test.sh PATH/TO/vrnic
+set -u
+vrnic="$1"
+fail=0
+check() {  # name expected actual
+  if [ "$2" != "$3" ]; then echo "FAIL $1: expected [$2] got [$3]"; fail=1; else echo "ok   $1"; fi
+}
+lib=$(mktemp -d)
+trap 'rm -rf "$lib"' EXIT
+touch "$lib/libibverbs.so.1"
+export VRNIC_LIB_DIR="$lib"
+unset VRNIC_IP VRNIC_PCAP VRNIC_STATS
+
+out=$("$vrnic" run --ip 127.0.0.9 --stats --pcap /tmp/x.pcap -- sh -c 'echo "$VRNIC_IP|$VRNIC_STATS|$VRNIC_PCAP|${LD_LIBRARY_PATH%%:*}|$0|$1"; exit 3' -g --ip)
+check "run: exit status is the program's" 3 $?
+check "run: environment and arguments" "127.0.0.9|1|/tmp/x.pcap|$(realpath "$lib")|-g|--ip" "$out"
+
+out=$("$vrnic" run sh -c 'echo "${VRNIC_IP:-none}|$0"' -x)
+check "run: program without --, its options untouched" "none|-x" "$out"
+
+out=$(LD_LIBRARY_PATH=/old "$vrnic" run -- sh -c 'echo "${LD_LIBRARY_PATH#*:}"')
+check "run: LD_LIBRARY_PATH keeps what was there" "/old" "$out"
+
+"$vrnic" run -- /nonexistent/program 2>/dev/null
+check "run: missing program is 127" 127 $?
+
+VRNIC_LIB_DIR=/nonexistent "$vrnic" run -- true 2>/dev/null
+check "run: missing library is an error" 127 $?
+
+"$vrnic" run 2>/dev/null
+check "run: no program is a usage error" 2 $?
+
+out=$("$vrnic" devinfo --ip 127.0.0.77 | grep '^GID')
+check "devinfo: IPv4-mapped GID" "GID[0]:          0000:0000:0000:0000:0000:ffff:7f00:004d (RoCE v2)" "$out"
+
+"$vrnic" devinfo --ip 300.1.1.1 >/dev/null 2>&1
+check "devinfo: bad address fails" 1 $?
+
+"$vrnic" stats 999999999 >/dev/null 2>&1
+check "stats: no such program fails" 1 $?
+
+exit $fail
