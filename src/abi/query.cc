@@ -124,11 +124,12 @@ int vrnic::abi::op_query_port(ibv_context* context, uint8_t port_num, ibv_port_a
   return 0;
 }
 
-// The exported entry: older programs pass the compat struct, which ends at link_layer.
+// The exported entry: it receives the compat struct, the layout before port_cap_flags2
+// (it ends with `flags`).
 VRNIC_EXPORT int ibv_query_port(ibv_context* context, uint8_t port_num,
                                 _compat_ibv_port_attr* port_attr) {
   return op_query_port(context, port_num, reinterpret_cast<ibv_port_attr*>(port_attr),
-                       offsetof(ibv_port_attr, flags));
+                       offsetof(ibv_port_attr, flags) + sizeof(uint8_t));
 }
 
 VRNIC_EXPORT int ibv_query_gid(ibv_context* context, uint8_t port_num, int index, ibv_gid* gid) {

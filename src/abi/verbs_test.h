@@ -21,8 +21,12 @@ class VerbsTest : public ::testing::Test {
     ASSERT_NE(pd_, nullptr);
   }
   void TearDown() override {
-    if (pd_) EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
-    if (ctx_) EXPECT_EQ(ibv_close_device(ctx_), 0);
+    if (pd_) {
+      EXPECT_EQ(ibv_dealloc_pd(pd_), 0);
+    }
+    if (ctx_) {
+      EXPECT_EQ(ibv_close_device(ctx_), 0);
+    }
     if (list_) ibv_free_device_list(list_);
   }
 
