@@ -71,7 +71,7 @@ int to_engine_qp_attr(const ibv_qp_attr& in, int attr_mask, engine::QpAttr& out)
   if (m & IBV_QP_PORT) out.port_num = in.port_num;
   if (m & IBV_QP_QKEY) out.qkey = in.qkey;
   if (m & IBV_QP_AV) {
-    // RoCE: the GRH is mandatory, the LID means nothing (IBA A16.4 / A17.4).
+    // RoCE: every packet carries a GRH (or IP header) and LIDs mean nothing (IBA annexes A16, A17).
     if (!in.ah_attr.is_global) return EINVAL;
     out.ah.dgid = to_engine_gid(in.ah_attr.grh.dgid);
     out.ah.sgid_index = in.ah_attr.grh.sgid_index;

@@ -20,7 +20,7 @@ namespace {
 
 constexpr uint8_t kPort = 1;
 constexpr int kGidTableLen = 1;  // one RoCEv2 GID: the device address
-constexpr uint16_t kDefaultPkey = 0xffff;  // full-membership default partition (IBA 10.9.1.2)
+constexpr uint16_t kDefaultPkey = 0xffff;  // the default partition, full membership
 // ibv_gid_type_sysfs (driver.h, not installed): 0 RoCE v1, 1 RoCE v2.
 constexpr int kGidTypeSysfsRoceV2 = 1;
 
@@ -44,7 +44,7 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   a.hw_ver = kHwVer;
   a.max_qp = int(l.max_qp);
   a.max_qp_wr = int(l.max_qp_wr);
-  // The responder answers a missing receive WQE with an RNR NAK (IBA 9.7.5.2.8).
+  // The responder answers a SEND that finds no receive WQE with an RNR NAK.
   a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
                        IBV_DEVICE_CHANGE_PHY_PORT;
   a.max_sge = int(l.max_sge);

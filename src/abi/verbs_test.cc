@@ -370,6 +370,14 @@ TEST_F(Loopback, bad_rkey__remote_access_error_memory_unchanged) {
   ASSERT_GE(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wcs[0].status);
   EXPECT_EQ(b_buf_[0], 0);
+  // The responder QP reports the violation as an affiliated asynchronous event.
+  pollfd p{ctx_->async_fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  ibv_async_event ev{};
+  ASSERT_EQ(ibv_get_async_event(ctx_, &ev), 0);
+  EXPECT_EQ(ev.event_type, IBV_EVENT_QP_ACCESS_ERR) << ibv_event_type_str(ev.event_type);
+  EXPECT_EQ(ev.element.qp, b_);
+  ibv_ack_async_event(&ev);  // else ibv_destroy_qp would wait for it
 }
 
 TEST_F(Loopback, completion_channel__event_names_cq_and_context) {
@@ -439,6 +447,109 @@ TEST_F(Device, async_fd__is_a_pollable_fd) {
   EXPECT_NE(fcntl(ctx_->async_fd, F_GETFD), -1);
   pollfd p{ctx_->async_fd, POLLIN, 0};
   EXPECT_EQ(poll(&p, 1, 0), 0);  // nothing happened
+}
+
+}  // namespace
+}  // namespace vrnic::abi::test
+
+namespace vrnic::abi::test {
+namespace {
+
+// A program may open the device twice and connect a QP of one context to a QP of the other.
+TEST(TwoContexts, send_between_contexts__same_device) {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  ASSERT_EQ(n, 1);
+  ibv_context* ctx[2] = {ibv_open_device(list[0]), ibv_open_device(list[0])};
+  ASSERT_NE(ctx[0], nullptr);
+  ASSERT_NE(ctx[1], nullptr);
+  ASSERT_NE(ctx[0], ctx[1]);
+  ibv_pd* pd[2];
+  ibv_cq* cq[2];
+  ibv_qp* qp[2];
+  std::vector<uint8_t> buf[2] = {std::vector<uint8_t>(4096, 0x11), std::vector<uint8_t>(4096, 0)};
+  ibv_mr* mr[2];
+  for (int i = 0; i < 2; ++i) {
+    pd[i] = ibv_alloc_pd(ctx[i]);
+    cq[i] = ibv_create_cq(ctx[i], 16, nullptr, nullptr, 0);
+    mr[i] = ibv_reg_mr(pd[i], buf[i].data(), buf[i].size(), IBV_ACCESS_LOCAL_WRITE);
+    ASSERT_TRUE(pd[i] && cq[i] && mr[i]);
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq[i];
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 4;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 1;
+    qp[i] = ibv_create_qp(pd[i], &init);
+    ASSERT_NE(qp[i], nullptr);
+  }
+  EXPECT_NE(qp[0]->qp_num, qp[1]->qp_num);  // one device: one QP number space
+  for (int i = 0; i < 2; ++i) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    ASSERT_EQ(ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                           IBV_QP_ACCESS_FLAGS), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_4096;
+    a.dest_qp_num = qp[1 - i]->qp_num;
+    a.min_rnr_timer = 1;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.hop_limit = 1;
+    ASSERT_EQ(ibv_query_gid(ctx[1 - i], 1, 0, &a.ah_attr.grh.dgid), 0);
+    ASSERT_EQ(ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                           IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    ASSERT_EQ(ibv_modify_qp(qp[i], &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                           IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                           IBV_QP_MAX_QP_RD_ATOMIC), 0);
+  }
+  ibv_sge rs{reinterpret_cast<uint64_t>(buf[1].data()), 4096, mr[1]->lkey};
+  ibv_recv_wr rwr{};
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  ASSERT_EQ(ibv_post_recv(qp[1], &rwr, &bad_r), 0);
+  ibv_sge ss{reinterpret_cast<uint64_t>(buf[0].data()), 3000, mr[0]->lkey};
+  ibv_send_wr swr{};
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  swr.sg_list = &ss;
+  swr.num_sge = 1;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(qp[0], &swr, &bad), 0);
+  int got[2] = {0, 0};
+  ibv_wc wc[2];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((got[0] < 1 || got[1] < 1) && std::chrono::steady_clock::now() < deadline) {
+    for (int i = 0; i < 2; ++i) {
+      if (got[i] < 1) got[i] += ibv_poll_cq(cq[i], 1, &wc[i]);
+    }
+  }
+  ASSERT_EQ(got[0], 1);
+  ASSERT_EQ(got[1], 1);
+  EXPECT_EQ(wc[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[0].opcode, IBV_WC_SEND);
+  EXPECT_EQ(wc[1].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(wc[1].opcode, IBV_WC_RECV);
+  EXPECT_EQ(wc[1].byte_len, 3000u);
+  EXPECT_EQ(buf[1][2999], 0x11);
+  EXPECT_EQ(buf[1][3000], 0);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(ibv_destroy_qp(qp[i]), 0);
+    EXPECT_EQ(ibv_dereg_mr(mr[i]), 0);
+    EXPECT_EQ(ibv_destroy_cq(cq[i]), 0);
+    EXPECT_EQ(ibv_dealloc_pd(pd[i]), 0);
+  }
+  EXPECT_EQ(ibv_close_device(ctx[0]), 0);
+  EXPECT_EQ(ibv_close_device(ctx[1]), 0);
+  ibv_free_device_list(list);
 }
 
 }  // namespace
