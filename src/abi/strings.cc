@@ -1,4 +1,4 @@
-// Names of verbs enums and the IB static-rate conversions (IBA 9.11 / table of rates).
+// Names of verbs enums and the IB static-rate conversions.
 #include "abi/objects.h"
 
 namespace {
