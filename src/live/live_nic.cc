@@ -157,7 +157,7 @@ bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
 }  // namespace
 
 int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<DeviceMutex> g(mu_);
   int got = device_->poll_cq(cq, out, n);
   if (got == 0) {
     // Busy-polling programs make progress here without waiting for the thread.
@@ -177,7 +177,7 @@ void LiveNic::Impl::progress_loop() {
     uint64_t deadline;
     bool more;
     {
-      std::lock_guard<std::mutex> g(nic->mu_);
+      std::lock_guard<DeviceMutex> g(nic->mu_);
       if (stop.load(std::memory_order_relaxed)) break;
       more = service_locked(*port, batch, device, clock, kBatchesPerHold);
       deadline = device.next_timer_ns();
@@ -279,7 +279,7 @@ void LiveNic::Impl::stop_thread() {
 void LiveNic::Impl::finish() {
   if (owner_pid != getpid()) return;  // a forked child: the thread and files are the parent's
   stop_thread();
-  std::lock_guard<std::mutex> g(nic->mu_);
+  std::lock_guard<DeviceMutex> g(nic->mu_);
   if (finished) return;
   finished = true;
   if (pcap) pcap->flush();
