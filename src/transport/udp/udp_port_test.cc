@@ -175,7 +175,7 @@ TEST(UdpPort, source_port_for__stable_in_range_and_really_used) {
     uint8_t buf[64];
     ASSERT_EQ(recvfrom(peer, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &flen), 8);
     EXPECT_EQ(ntohs(from.sin_port), sport) << qpn;
-    EXPECT_EQ(from.sin_addr.s_addr, *reinterpret_cast<const uint32_t*>(kA.bytes.data()));
+    EXPECT_EQ(std::memcmp(&from.sin_addr, kA.bytes.data(), 4), 0);
   }
   close(peer);
 }
