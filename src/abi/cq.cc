@@ -142,7 +142,8 @@ int vrnic::abi::op_poll_cq(ibv_cq* ibv, int num_entries, ibv_wc* wc) {
   Cq* cq = to_cq(ibv);
   vrnic::live::LiveNic* nic = to_context(ibv->context)->nic;
   constexpr int kBatch = 32;
-  vrnic::engine::WorkCompletion batch[kBatch];
+  // Per thread, so a busy-polling program does not re-initialise it on every empty poll.
+  thread_local vrnic::engine::WorkCompletion batch[kBatch];
   int total = 0;
   while (total < num_entries) {
     const int want = std::min(kBatch, num_entries - total);
