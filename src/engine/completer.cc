@@ -114,7 +114,7 @@ void on_read_response(Core& c, Qp& qp, const wire::Packet& p) {
   RequesterState& r = qp.req;
   uint32_t psn = p.bth.psn;
   if (retire_acked(c, qp, psn_add(psn, -1))) return implicit_nak(c, qp);
-  if (qp.state() != QpState::kRts || qp.sq.empty()) return;
+  if (!qp.sending() || qp.sq.empty()) return;
   SendWqe& w = qp.sq.front();
   if (!w.started || w.opcode != WrOpcode::kRdmaRead) return;
   int32_t k = psn_diff(psn, w.first_psn);
@@ -149,7 +149,7 @@ void on_atomic_ack(Core& c, Qp& qp, const wire::Packet& p) {
   RequesterState& r = qp.req;
   uint32_t psn = p.bth.psn;
   if (retire_acked(c, qp, psn_add(psn, -1))) return implicit_nak(c, qp);
-  if (qp.state() != QpState::kRts || qp.sq.empty()) return;
+  if (!qp.sending() || qp.sq.empty()) return;
   SendWqe& w = qp.sq.front();
   if (!w.started || !w.is_atomic() || w.first_psn != psn || w.read_placed != 0) {
     ++c.ctr.rx_duplicate;
@@ -171,7 +171,7 @@ void on_rnr_nak(Core& c, Qp& qp, uint32_t psn, uint8_t timer) {
   RequesterState& r = qp.req;
   ++c.ctr.rx_nak_rnr;
   if (retire_acked(c, qp, psn_add(psn, -1))) return implicit_nak(c, qp);
-  if (qp.state() != QpState::kRts || psn != r.una) return;
+  if (!qp.sending() || psn != r.una) return;
   if (qp.attr.rnr_retry != 7) {  // 7 = retry forever (IBA 9.7.5.2.8)
     if (r.rnr_left == 0) {
       fail_front(c, qp, WcStatus::kRnrRetryExcErr, kVendorRnrExhausted);
@@ -195,7 +195,7 @@ void on_nak(Core& c, Qp& qp, uint32_t psn, uint8_t code, uint8_t syndrome) {
     default: break;
   }
   if (retire_acked(c, qp, psn_add(psn, -1))) return implicit_nak(c, qp);
-  if (qp.state() != QpState::kRts) return;
+  if (!qp.sending()) return;
   if (code == kNakPsnSeq) {
     // The responder expects psn: resend from there (Go-Back-N, 9.7.5.2.2). A second NAK
     // for the same PSN with no progress in between is a copy of the first and is ignored.
@@ -269,7 +269,7 @@ void completer_receive(Core& c, Qp& qp, const wire::Packet& p) {
 void completer_on_timer(Core& c, Qp& qp) {
   RequesterState& r = qp.req;
   uint64_t now = c.now();
-  if (qp.state() != QpState::kRts) return;
+  if (!qp.sending()) return;
   if (r.rnr_deadline != 0 && now >= r.rnr_deadline) {
     r.rnr_deadline = 0;
     c.mark_tx_ready(qp);

@@ -273,8 +273,8 @@ Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
     }
     case QpState::kSqd:
       qp->attr.qp_state = next;
-      if (mask & kAttrEnSqdAsyncNotify)
-        d.core.async_event(AsyncEventType::kSqDrained, qp->user_context);
+      qp->sq_drain_notify = (mask & kAttrEnSqdAsyncNotify) != 0;
+      d.core.mark_tx_ready(*qp);  // reports the drain at once if nothing is outstanding
       break;
     case QpState::kErr:
       d.core.enter_error(*qp);
@@ -373,8 +373,12 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
     return;
   }
   Qp* qp = find_qp(p.bth.dest_qp);
-  if (qp == nullptr || info.transport != wire::Transport::kRc) {
+  if (qp == nullptr) {
     ++ctr.rx_unknown_qp;
+    return;
+  }
+  if (info.transport != wire::Transport::kRc) {
+    ++ctr.rx_malformed;  // a UC / UD opcode for an RC QP (9.6.1.? transport check)
     return;
   }
   bool request = false;
@@ -428,7 +432,9 @@ void Device::on_timer() {
 
 bool Device::has_pending_tx() const {
   for (auto& [qpn, qp] : impl_->qps)
-    if (qp->state() == QpState::kRts && qp->req.cursor < qp->sq.size()) return true;
+    if (qp->state() == QpState::kRts && qp->req.cursor < qp->sq.size() &&
+        qp->req.rnr_deadline == 0)
+      return true;
   return false;
 }
 

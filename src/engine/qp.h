@@ -109,6 +109,10 @@ class Qp {
   ResponderState resp;
 
   QpState state() const { return attr.qp_state; }
+  // The requester side works in RTS, and in SQD for what was already started (IBA 10.3.1:
+  // SQD finishes the messages in progress, retransmissions included, and starts no new one).
+  bool sending() const { return attr.qp_state == QpState::kRts || attr.qp_state == QpState::kSqd; }
+  bool sq_drain_notify = false;  // raise SQ_DRAINED when SQD has nothing outstanding
   uint32_t mtu() const;
 };
 

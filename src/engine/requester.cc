@@ -237,10 +237,11 @@ void requester_go_back(Core& c, Qp& qp, uint32_t psn) {
 
 void requester_progress(Core& c, Qp& qp) {
   RequesterState& r = qp.req;
-  if (qp.state() != QpState::kRts || r.rnr_deadline != 0) return;
+  if (!qp.sending() || r.rnr_deadline != 0) return;
   uint32_t mtu = qp.mtu();
   while (r.cursor < qp.sq.size()) {
     SendWqe& w = qp.sq[r.cursor];
+    if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
     uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
     if (in_flight >= kSendWindow) break;
     if (!w.started) {
@@ -289,6 +290,14 @@ void requester_progress(Core& c, Qp& qp) {
     if (r.cursor_pkt >= w.npkts) {
       ++r.cursor;
       r.cursor_pkt = 0;
+    }
+  }
+  if (qp.state() == QpState::kSqd && qp.sq_drain_notify) {
+    bool drained = r.una == r.next_new_psn &&
+                   (r.cursor >= qp.sq.size() || !qp.sq[r.cursor].started);
+    if (drained) {
+      qp.sq_drain_notify = false;
+      c.async_event(AsyncEventType::kSqDrained, qp.user_context);  // 11.6.3.1
     }
   }
 }

@@ -394,5 +394,37 @@ TEST_F(Pair, post_send__window_bounds_packets_in_flight) {
   EXPECT_EQ(a.ctr().tx_write, 1024u);
 }
 
+TEST_F(Pair, modify_qp__sqd_finishes_started_messages_and_starts_no_new_one) {
+  connect();
+  Buffer& src = a.reg(1 << 20);
+  Buffer& dst = b.reg(1 << 20);
+  fill_random(src.data(), 1 << 20, 12);
+  Sge sg{src.addr(), 1 << 20, src.mr.lkey};
+  SendWr wr = make_wr(WrOpcode::kRdmaWrite, 1, &sg, 1);
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr.rkey;
+  ASSERT_EQ(post_send(a, qa, wr), 0);  // started: 64 of its 1024 packets are out
+  Sge small{src.addr(), 16, src.mr.lkey};
+  ASSERT_EQ(post_send(a, qa, make_wr(WrOpcode::kSend, 2, &small, 1)), 0);  // waits behind it
+  ASSERT_EQ(post_recv(b, qb, 9, {{dst.addr(), 16, dst.mr.lkey}}), 0);
+  QpAttr attr;
+  attr.qp_state = QpState::kSqd;
+  ASSERT_EQ(a.dev->modify_qp(qa, attr, kAttrState | kAttrEnSqdAsyncNotify), 0);
+  EXPECT_TRUE(a.sink.async_events.empty());  // not drained yet
+  ASSERT_TRUE(f.run());
+  EXPECT_EQ(0, std::memcmp(dst.data() + 16, src.data() + 16, (1 << 20) - 16));
+  auto wcs = a.poll();
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 1u);
+  EXPECT_TRUE(b.poll().empty());  // the SEND was not started
+  ASSERT_EQ(a.sink.async_events.size(), 1u);
+  EXPECT_EQ(a.sink.async_events[0].type, AsyncEventType::kSqDrained);
+  attr.qp_state = QpState::kRts;
+  ASSERT_EQ(a.dev->modify_qp(qa, attr, kAttrState), 0);
+  ASSERT_TRUE(f.run());
+  EXPECT_EQ(a.poll().at(0).wr_id, 2u);
+  EXPECT_EQ(b.poll().at(0).wr_id, 9u);
+}
+
 }  // namespace
 }  // namespace vrnic::engine::testing
