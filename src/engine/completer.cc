@@ -96,6 +96,9 @@ bool retire_acked(Core& c, Qp& qp, uint32_t last) {
     }
   }
   if (progress) on_progress(c, qp);
+  // After a Go-Back-N the cursor may sit on PSNs the peer has now acknowledged (the
+  // originals arrived after all): move it up to una instead of resending them.
+  if (psn_diff(r.next_psn, r.una) < 0) requester_go_back(c, qp, r.una);
   completer_check_front(c, qp);
   return implicit;
 }
