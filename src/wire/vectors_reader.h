@@ -1,12 +1,13 @@
 // Test-only reader of shared/vectors: the pcap frames and the flat JSON describing each.
 #pragma once
-#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace vrnic::wire::vector_files {
 
@@ -47,8 +48,8 @@ inline std::vector<Bytes> read_pcap(const std::string& data) {
   return frames;
 }
 
-// The vectors' JSON is an array of flat objects holding strings, unsigned integers and
-// booleans; this reader accepts exactly that and fails the test on anything else.
+// Each vector's JSON object, flattened to the strings, unsigned integers and booleans it
+// holds (read with nlohmann-json).
 struct Value {
   bool is_string = false;
   std::string str;
@@ -56,63 +57,30 @@ struct Value {
 };
 using Object = std::map<std::string, Value>;
 
-class FlatJson {
- public:
-  explicit FlatJson(const std::string& s) : s_(s) {}
-  bool parse(std::vector<Object>& out) {
-    if (!eat('[')) return false;
-    if (peek() == ']') return eat(']');
-    do {
-      Object o;
-      if (!object(o)) return false;
-      out.push_back(std::move(o));
-    } while (eat(','));
-    return eat(']');
-  }
-
- private:
-  char peek() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-    return i_ < s_.size() ? s_[i_] : '\0';
-  }
-  bool eat(char c) {
-    if (peek() != c) return false;
-    ++i_;
-    return true;
-  }
-  bool string(std::string& out) {
-    if (!eat('"')) return false;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (s_[i_] == '\\') return false;  // the vectors use no escapes
-      out += s_[i_++];
-    }
-    return i_++ < s_.size();
-  }
-  bool value(Value& v) {
-    const char c = peek();
-    if (c == '"') {
-      v.is_string = true;
-      return string(v.str);
-    }
-    if (s_.compare(i_, 4, "true") == 0) return i_ += 4, v.num = 1, true;
-    if (s_.compare(i_, 5, "false") == 0) return i_ += 5, v.num = 0, true;
-    if (c < '0' || c > '9') return false;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') v.num = v.num * 10 + (s_[i_++] - '0');
-    return true;
-  }
-  bool object(Object& o) {
-    if (!eat('{')) return false;
-    do {
-      std::string key;
+inline bool parse_vectors_json(const std::string& text, std::vector<Object>& out) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_array()) return false;
+  for (const auto& item : doc) {
+    if (!item.is_object()) return false;
+    Object o;
+    for (const auto& [key, val] : item.items()) {
       Value v;
-      if (!string(key) || !eat(':') || !value(v)) return false;
-      o[key] = v;
-    } while (eat(','));
-    return eat('}');
+      if (val.is_string()) {
+        v.is_string = true;
+        v.str = val.get<std::string>();
+      } else if (val.is_boolean()) {
+        v.num = val.get<bool>() ? 1 : 0;
+      } else if (val.is_number_unsigned()) {
+        v.num = val.get<uint64_t>();
+      } else {
+        return false;
+      }
+      o[key] = std::move(v);
+    }
+    out.push_back(std::move(o));
   }
-  const std::string& s_;
-  size_t i_ = 0;
-};
+  return true;
+}
 
 inline Bytes from_hex(const std::string& h) {
   Bytes b;
@@ -131,7 +99,7 @@ inline const std::vector<Vector>& vectors() {
     const std::string dir = VRNIC_VECTORS_DIR;
     std::vector<Object> objs;
     const std::string json = read_file(dir + "/rocev2.json");
-    if (!FlatJson(json).parse(objs)) return v;
+    if (!parse_vectors_json(json, objs)) return v;
     const std::vector<Bytes> frames = read_pcap(read_file(dir + "/rocev2.pcap"));
     if (frames.size() != objs.size()) return v;
     for (size_t i = 0; i < objs.size(); ++i) v.push_back({objs[i], frames[i]});
