@@ -334,6 +334,36 @@ TEST(Atomics, fetch_add__two_requesters_exact_total_under_faults) {
     for (auto& wc : n->poll()) EXPECT_EQ(wc.status, WcStatus::kSuccess);
 }
 
+// Long READs (several pieces each) with one responder resource, under faults.
+class LongReads : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(LongReads, go_back_n__pieces_with_one_responder_resource) {
+  Fabric f(GetParam());
+  Node& a = f.add_node(1);
+  Node& b = f.add_node(2);
+  Qp* qa = a.create_qp(64);
+  Qp* qb = b.create_qp(64);
+  Fabric::connect(a, qa, b, qb, {.mtu = 5, .timeout = 10, .max_rd_atomic = 1});
+  f.wire().set_faults({.loss = 0.03, .dup = 0.03, .reorder = 0.05, .delay = 0.03,
+                       .delay_ns = 5'000'000});
+  const size_t kLen = 1 << 20;  // 256 responses: 4 pieces
+  Buffer& local = a.reg(3 * kLen);
+  Buffer& remote = b.reg(3 * kLen);
+  fill_random(remote.data(), remote.bytes.size(), 21);
+  for (int i = 0; i < 3; ++i) {
+    Sge sg{local.addr() + kLen * i, static_cast<uint32_t>(kLen), local.mr.lkey};
+    ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kRdmaRead, i, &sg, remote.addr() + kLen * i,
+                                     remote.mr.rkey)), 0);
+  }
+  ASSERT_TRUE(f.run());
+  auto wcs = a.poll();
+  ASSERT_EQ(wcs.size(), 3u);
+  for (auto& wc : wcs) EXPECT_EQ(wc.status, WcStatus::kSuccess) << to_string(wc.status);
+  EXPECT_EQ(local.bytes, remote.bytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, LongReads, ::testing::Range<uint64_t>(1, 21));
+
 TEST_F(Rel, retry__peer_gone_gives_retry_exc_err_then_flush) {
   connect({.timeout = 12, .retry_cnt = 3});
   f.wire().set_faults({.loss = 1.0});
