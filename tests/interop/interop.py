@@ -56,6 +56,8 @@ def cases():
             variants["_q4"] = ["-q", "4"]
         for suffix, opts in variants.items():
             c[tool + suffix] = perftest(tool, opts)
+            if suffix == "_all":  # every size from 2 B to 8 MiB at the default iterations
+                c[tool + suffix]["timeout"] = 900
     for tool in ["ib_write_bw", "ib_read_bw", "ib_atomic_bw"]:
         c["pcap_" + tool] = dict(perftest(tool, ["-n", "200"]), pcap=True)
     c["ib_atomic_bw_cas"] = perftest("ib_atomic_bw", ["-A", "CMP_AND_SWAP"])
