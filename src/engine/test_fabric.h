@@ -5,7 +5,6 @@
 
 #include <cstring>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "engine/device.h"
@@ -155,9 +154,16 @@ class Fabric {
   std::vector<std::unique_ptr<Node>> nodes_;
 };
 
+// Deterministic pseudo-random bytes (splitmix64, 8 bytes per step: fast for MiB buffers).
 inline void fill_random(uint8_t* p, size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng());
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i += 8) {
+    uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    std::memcpy(p + i, &z, n - i < 8 ? n - i : 8);
+  }
 }
 
 inline Errno post_send(Node& n, Qp* qp, const SendWr& wr) {
