@@ -36,6 +36,9 @@ namespace {
 constexpr uint64_t kNoTimer = UINT64_MAX;
 // Receive batches handled per lock hold before the lock is offered to application threads.
 constexpr int kBatchesPerHold = 8;
+// While an application thread has polled the CQ within this many ns, it moves the packets
+// itself (poll_cq receives) and the progress thread stays off the device lock and the CPU.
+constexpr uint64_t kDefaultDeferNs = 20000;
 
 uint64_t monotonic_ns() {
   timespec ts;
@@ -93,6 +96,7 @@ struct LiveNic::Impl {
   pid_t owner_pid = 0;
   std::thread* thread = nullptr;  // heap: a forked child must never destroy the parent's
   std::atomic<bool> stop{false};
+  uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
   uint64_t thread_deadline_ns = kNoTimer;  // what the progress thread sleeps towards; mu_
   bool finished = false;                   // thread stopped, stats printed; mu_
   LiveNic* nic = nullptr;
@@ -157,6 +161,7 @@ bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
 }  // namespace
 
 int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
+  note_app_call();
   std::lock_guard<DeviceMutex> g(mu_);
   int got = device_->poll_cq(cq, out, n);
   if (got == 0) {
@@ -173,9 +178,29 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
 void LiveNic::Impl::progress_loop() {
   pthread_setname_np(pthread_self(), "vrnic-progress");
   engine::Device& device = *nic->device_;
+  const int kick_only = 1;  // ppoll on the kick eventfd alone (fds + 1)
   for (;;) {
     uint64_t deadline;
     bool more;
+    // A thread busy-polling the CQ receives and runs timers itself (LiveNic::poll_cq): taking
+    // the lock now would only make it wait, and on a small machine take its CPU. Sleep
+    // until it has been quiet for defer_ns (or a kick), then look again.
+    if (defer_ns != 0) {
+      uint64_t now = clock.now_ns();
+      uint64_t last = nic->last_app_ns_.load(std::memory_order_relaxed);
+      if (now - last < defer_ns && !stop.load(std::memory_order_relaxed)) {
+        uint64_t wait = last + defer_ns - now;
+        timespec ts{static_cast<time_t>(wait / 1000000000ull),
+                    static_cast<long>(wait % 1000000000ull)};
+        pollfd kfd{kick_fd, POLLIN, 0};
+        if (ppoll(&kfd, kick_only, &ts, nullptr) > 0) {
+          uint64_t v;
+          ssize_t ignored = read(kick_fd, &v, sizeof v);
+          (void)ignored;
+        }
+        continue;
+      }
+    }
     {
       std::lock_guard<DeviceMutex> g(nic->mu_);
       if (stop.load(std::memory_order_relaxed)) break;
@@ -248,6 +273,8 @@ int LiveNic::Impl::start() {
 
   nic->device_ = new engine::Device(config, *port, clock, sink);
   device.reset(nic->device_);
+  if (const char* d = std::getenv("VRNIC_DEFER_US"); d && *d)
+    defer_ns = std::strtoull(d, nullptr, 10) * 1000;
   kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (kick_fd < 0) return errno;
   owner_pid = getpid();

@@ -1,7 +1,9 @@
 // A live vrnic device in this process: the engine driven by a UDP port, the wall clock and a
 // progress thread. One per device per process, shared by every ibv_context opened on it.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -61,6 +63,7 @@ class LiveNic {
   // it sleeps towards (so callers need not kick() after a doorbell).
   template <typename F>
   auto locked(F&& f) {
+    note_app_call();
     std::lock_guard<DeviceMutex> g(mu_);
     if constexpr (std::is_void_v<decltype(f(*device_))>) {
       f(*device_);
@@ -89,6 +92,16 @@ class LiveNic {
   LiveNic();
   ~LiveNic();
   void after_call_locked();  // mu_ held
+  // An application thread is in the device: the progress thread keeps off for a while
+  // (see progress_loop), since such a thread posts and then polls, moving packets itself.
+  void note_app_call() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    last_app_ns_.store(static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+                           static_cast<uint64_t>(ts.tv_nsec),
+                       std::memory_order_relaxed);
+  }
+  std::atomic<uint64_t> last_app_ns_{0};
   static void finish_at_exit();  // atexit: stop the thread, flush, unlink (device kept)
   struct Impl;
   Impl* impl_ = nullptr;
