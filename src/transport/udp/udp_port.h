@@ -25,6 +25,7 @@ struct UdpPortOptions {
   size_t source_ports = 16;             // size of the pool of send sockets (flow entropy)
   PcapWriter* pcap = nullptr;           // tap: every frame sent and received
   FaultInjector* faults = nullptr;      // applied to received packets (tests, experiments)
+  bool offload = true;                  // UDP_SEGMENT on send, UDP_GRO on receive
 };
 
 struct UdpPortStats {
@@ -37,7 +38,8 @@ struct UdpPortStats {
 class RecvBatch {
  public:
   static constexpr size_t kMaxBatch = 64;
-  static constexpr size_t kSlotBytes = 9216;  // a jumbo frame; vrnic sends at most MTU 4096
+  // A UDP_GRO buffer: up to 64 KiB of datagrams of one segmentation-offload group.
+  static constexpr size_t kSlotBytes = 65536;
 
   explicit RecvBatch(size_t capacity = kMaxBatch);
   ~RecvBatch();
@@ -90,10 +92,18 @@ class UdpPort final : public engine::PacketPort {
   int open_socket(uint16_t port, int& err);  // bound to (address, port); -1 on failure
   int send_fd_for(uint16_t src_port);
   void send_run(int fd, std::span<const engine::WirePacket> run);
+  size_t gso_group_end(std::span<const engine::WirePacket> run, size_t k) const;
+
+  // One UDP_SEGMENT message: at most this many packets and this much payload (an IP
+  // datagram's 65535 bytes minus the IPv6 and UDP headers, rounded down).
+  static constexpr size_t kMaxGsoSegments = 64;
+  static constexpr size_t kMaxGsoBytes = 65000;
 
   UdpPortOptions options_;
   int rx_fd_ = -1;
   int granted_rcvbuf_ = 0;
+  bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
+  bool gro_ = false;  // UDP_GRO granted on the receive socket
   std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use
   std::vector<SendSocket> extra_;    // sockets for source ports outside the pool
   UdpPortStats stats_;

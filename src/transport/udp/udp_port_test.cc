@@ -25,11 +25,13 @@ namespace {
 const IpAddress kA = IpAddress::v4(127, 0, 0, 231);
 const IpAddress kB = IpAddress::v4(127, 0, 0, 232);
 
-std::unique_ptr<UdpPort> open_port(const IpAddress& a, PcapWriter* pcap = nullptr) {
+std::unique_ptr<UdpPort> open_port(const IpAddress& a, PcapWriter* pcap = nullptr,
+                                   bool offload = true) {
   UdpPortOptions o;
   o.address = a;
   o.port = 0;
   o.pcap = pcap;
+  o.offload = offload;
   int err = 0;
   auto p = UdpPort::open(o, err);
   EXPECT_NE(p, nullptr) << std::strerror(err);
@@ -136,7 +138,8 @@ TEST(UdpPort, receive__nothing_waiting_returns_zero) {
 }
 
 TEST(UdpPort, receive__more_than_a_batch_comes_in_batches) {
-  auto a = open_port(kA), b = open_port(kB);
+  // Without offload each datagram takes one slot of the batch.
+  auto a = open_port(kA, nullptr, false), b = open_port(kB, nullptr, false);
   std::vector<uint8_t> bytes(32, 1);
   std::vector<engine::WirePacket> batch(100, packet_to(*a, *b, a->source_port_for(9), bytes));
   a->send(batch);
@@ -145,6 +148,67 @@ TEST(UdpPort, receive__more_than_a_batch_comes_in_batches) {
   EXPECT_EQ(b->receive(rb), 64u);
   EXPECT_EQ(b->receive(rb), 36u);
   EXPECT_EQ(b->receive(rb), 0u);
+}
+
+// The packets of one multi-packet message: a longer first one, equal middle ones, a shorter
+// last one, then a lone packet to the same peer.
+std::vector<std::vector<uint8_t>> message_payloads() {
+  std::vector<std::vector<uint8_t>> out;
+  out.push_back(std::vector<uint8_t>(4128, 0xF0));
+  for (int i = 0; i < 20; ++i) out.push_back(std::vector<uint8_t>(4112, uint8_t(i)));
+  out.push_back(std::vector<uint8_t>(700, 0xAA));
+  out.push_back(std::vector<uint8_t>(4112, 0x55));
+  return out;
+}
+
+void expect_same_packets(bool sender_offload, bool receiver_offload) {
+  auto a = open_port(kA, nullptr, sender_offload), b = open_port(kB, nullptr, receiver_offload);
+  ASSERT_TRUE(a && b);
+  const uint16_t sport = a->source_port_for(0x21);
+  auto payloads = message_payloads();
+  std::vector<engine::WirePacket> batch;
+  for (const auto& pl : payloads) batch.push_back(packet_to(*a, *b, sport, pl));
+  a->send(batch);
+  EXPECT_EQ(a->stats().tx_packets, payloads.size());
+  EXPECT_EQ(a->stats().tx_dropped, 0u);
+  auto got = receive_n(*b, payloads.size());
+  ASSERT_EQ(got.size(), payloads.size());
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_EQ(got[i].bytes, payloads[i]) << i;
+    EXPECT_EQ(got[i].p.ip.src_port, sport) << i;
+    EXPECT_EQ(got[i].p.ip.src, kA.bytes) << i;
+    EXPECT_EQ(got[i].p.ip.dst, kB.bytes) << i;
+  }
+}
+
+TEST(UdpPort, send__segmentation_offload_to_gro_receiver_keeps_every_packet) {
+  expect_same_packets(true, true);
+}
+
+TEST(UdpPort, send__segmentation_offload_to_plain_receiver_keeps_every_packet) {
+  expect_same_packets(true, false);
+}
+
+TEST(UdpPort, receive__gro_buffer_is_cut_into_datagrams) {
+  auto a = open_port(kA), b = open_port(kB);
+  ASSERT_TRUE(a && b);
+  auto payloads = message_payloads();
+  std::vector<engine::WirePacket> batch;
+  for (const auto& pl : payloads) batch.push_back(packet_to(*a, *b, a->source_port_for(5), pl));
+  a->send(batch);
+  RecvBatch rb(64);
+  ASSERT_TRUE(wait_readable(b->fd()));
+  // The 23 packets were sent as a few groups, so they take fewer than 23 receive slots.
+  size_t got = 0, slots = 0;
+  for (int i = 0; i < 10 && got < payloads.size(); ++i) {
+    if (!wait_readable(b->fd(), 200)) break;
+    got += b->receive(rb);
+    slots += rb.datagrams();
+  }
+  EXPECT_EQ(got, payloads.size());
+  EXPECT_LT(slots, payloads.size());
+  EXPECT_EQ(b->stats().rx_packets, payloads.size());
+  EXPECT_EQ(b->stats().rx_truncated, 0u);
 }
 
 TEST(UdpPort, source_port_for__stable_in_range_and_really_used) {
