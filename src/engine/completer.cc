@@ -175,6 +175,7 @@ void on_rnr_nak(Core& c, Qp& qp, uint32_t psn, uint8_t timer) {
   ++c.ctr.rx_nak_rnr;
   if (retire_acked(c, qp, psn_add(psn, -1))) return implicit_nak(c, qp);
   if (!qp.sending() || psn != r.una) return;
+  if (r.rnr_deadline != 0) return;  // a copy of the NAK we are already waiting on
   if (qp.attr.rnr_retry != 7) {  // 7 = retry forever (IBA 9.7.5.2.8)
     if (r.rnr_left == 0) {
       fail_front(c, qp, WcStatus::kRnrRetryExcErr, kVendorRnrExhausted);

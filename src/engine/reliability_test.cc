@@ -418,6 +418,18 @@ TEST_F(Rel, rnr__retry_count_exhausted_gives_rnr_retry_exc_err) {
   EXPECT_EQ(a.ctr().rnr_retries, 2u);
 }
 
+TEST_F(Rel, rnr__duplicated_rnr_naks_spend_one_retry_each_wait) {
+  connect({.rnr_retry = 3});
+  f.wire().set_faults({.dup = 1.0});  // every packet, RNR NAKs included, arrives twice
+  Buffer& src = a.reg(100);
+  Sge sg{src.addr(), 100, src.mr.lkey};
+  ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kSend, 1, &sg)), 0);
+  ASSERT_TRUE(f.run());
+  EXPECT_EQ(a.poll().at(0).status, WcStatus::kRnrRetryExcErr);
+  EXPECT_EQ(a.ctr().rnr_retries, 3u);
+  EXPECT_EQ(b.ctr().rx_send, 2u * 4);  // 4 attempts (1 + 3 retries), each arriving twice
+}
+
 TEST_F(Rel, responder__out_of_sequence_packets_get_one_nak_per_gap) {
   connect();
   Buffer& src = a.reg(64 * 1024);
