@@ -11,6 +11,7 @@
 
 #include "engine/completer.h"
 #include "engine/core.h"
+#include "engine/icrc_peers.h"
 #include "engine/requester.h"
 #include "engine/responder.h"
 #include "wire/opcode.h"
@@ -22,6 +23,7 @@ struct Device::Impl {
       : core(cfg, port, clock, events) {}
 
   Core core;
+  IcrcPeers icrc_peers;
   std::vector<std::unique_ptr<Pd>> pds;
   std::vector<std::unique_ptr<Cq>> cqs;
   std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps;
@@ -356,8 +358,7 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   Counters& ctr = core.ctr;
   ++ctr.rx_packets;
   ctr.rx_bytes += pkt.data.size();
-  uint16_t ip_id = 0;
-  switch (wire::verify_icrc(pkt.ip, pkt.data, &ip_id)) {
+  switch (icrc_peers.verify(pkt)) {
     case wire::IcrcVerdict::kOk: break;
     case wire::IcrcVerdict::kOkRecoveredIpId: ++ctr.rx_icrc_ip_id_recovered; break;
     case wire::IcrcVerdict::kBad: ++ctr.rx_icrc_errors; return;

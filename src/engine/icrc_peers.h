@@ -1,0 +1,37 @@
+// Per-sender ICRC policy: peers seen to send IPv4 ID 0 get the full 32-bit check, never the
+// weaker check with the unseen ID solved for (see docs/protocol.md, "Received ICRCs").
+#pragma once
+#include <array>
+#include <cstdint>
+#include <unordered_map>
+
+#include "engine/ports.h"
+#include "wire/icrc.h"
+
+namespace vrnic::engine {
+
+class IcrcPeers {
+ public:
+  // Consecutive direct matches (ICRC right with ID 0) after which a sender counts as a
+  // zero-ID sender (vrnic, Linux unconnected UDP with DF). A NIC that numbers its packets
+  // sends ID 0 once in 65536 packets, so it never gets there.
+  static constexpr uint32_t kZeroIdAfter = 16;
+
+  wire::IcrcVerdict verify(const WirePacket& pkt);
+  bool is_zero_id_sender(const wire::IpUdpInfo& ip) const;
+
+ private:
+  struct Sender {
+    uint32_t direct_run = 0;
+    bool zero_id = false;
+  };
+  struct KeyHash {
+    size_t operator()(uint32_t k) const { return k * 0x9e3779b1u; }
+  };
+  static uint32_t key_of(const wire::IpUdpInfo& ip) {
+    return static_cast<uint32_t>(ip.src[0]) << 24 | ip.src[1] << 16 | ip.src[2] << 8 | ip.src[3];
+  }
+  std::unordered_map<uint32_t, Sender, KeyHash> senders_;
+};
+
+}  // namespace vrnic::engine
