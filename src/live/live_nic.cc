@@ -97,6 +97,8 @@ struct LiveNic::Impl {
   std::thread* thread = nullptr;  // heap: a forked child must never destroy the parent's
   std::atomic<bool> stop{false};
   uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
+  std::atomic<uint64_t> last_poll_ns{0};  // last LiveNic::poll_cq, any thread
+  std::atomic<bool> deferring{false};     // the progress thread is in its deferral sleep
   uint64_t thread_deadline_ns = kNoTimer;  // what the progress thread sleeps towards; mu_
   bool finished = false;                   // thread stopped, stats printed; mu_
   LiveNic* nic = nullptr;
@@ -132,7 +134,23 @@ void LiveNic::kick() {
   (void)ignored;
 }
 
+void LiveNic::before_call_locked() {
+  // Cork only for a program that polls: its next poll_cq (within defer_ns) flushes.
+  uint64_t now = monotonic_ns();
+  impl_->port->set_cork(impl_->defer_ns != 0 &&
+                        now - impl_->last_poll_ns.load(std::memory_order_relaxed) <
+                            impl_->defer_ns);
+}
+
 void LiveNic::after_call_locked() {
+  impl_->port->set_cork(false);
+  // Held-back packets: a deferring progress thread wakes within defer_ns of this call and
+  // sends them; a sleeping one must be woken.
+  if (impl_->port->queued() > 0 && !impl_->deferring.load(std::memory_order_relaxed)) {
+    impl_->thread_deadline_ns = 0;
+    kick();
+    return;
+  }
   if (device_->next_timer_ns() < impl_->thread_deadline_ns) {
     impl_->thread_deadline_ns = 0;  // the thread recomputes it; one kick is enough
     kick();
@@ -147,6 +165,7 @@ namespace {
 // timers if one is due. Returns true if the socket may still hold packets.
 bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
                     engine::Device& device, engine::Clock& clock, int batches) {
+  port.flush();  // a doorbell batch held back for the application's poll
   bool more = false;
   for (int i = 0; i < batches; ++i) {
     size_t n = port.receive(batch);
@@ -162,7 +181,9 @@ bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
 
 int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   note_app_call();
+  impl_->last_poll_ns.store(monotonic_ns(), std::memory_order_relaxed);
   std::lock_guard<DeviceMutex> g(mu_);
+  impl_->port->flush();  // the posts before this poll leave now, in one batch
   int got = device_->poll_cq(cq, out, n);
   if (got == 0) {
     // Busy-polling programs make progress here without waiting for the thread.
@@ -186,6 +207,7 @@ void LiveNic::Impl::progress_loop() {
     // the lock now would only make it wait, and on a small machine take its CPU. Sleep
     // until it has been quiet for defer_ns (or a kick), then look again.
     if (defer_ns != 0) {
+      deferring.store(true, std::memory_order_relaxed);
       uint64_t now = clock.now_ns();
       uint64_t last = nic->last_app_ns_.load(std::memory_order_relaxed);
       if (now - last < defer_ns && !stop.load(std::memory_order_relaxed)) {
@@ -200,6 +222,7 @@ void LiveNic::Impl::progress_loop() {
         }
         continue;
       }
+      deferring.store(false, std::memory_order_relaxed);
     }
     {
       std::lock_guard<DeviceMutex> g(nic->mu_);
@@ -309,6 +332,7 @@ void LiveNic::Impl::finish() {
   std::lock_guard<DeviceMutex> g(nic->mu_);
   if (finished) return;
   finished = true;
+  port->flush();
   if (pcap) pcap->flush();
   if (env_flag("VRNIC_STATS")) {
     std::string text = format_nonzero(nic->device_->counters());

@@ -60,11 +60,15 @@ class LiveNic {
   // Every engine call goes through here, under the device lock:
   //   nic->locked([&](engine::Device& d) { ... });
   // Afterwards the progress thread is woken if the call armed a timer earlier than the one
-  // it sleeps towards (so callers need not kick() after a doorbell).
+  // it sleeps towards (so callers need not kick() after a doorbell). While a thread of the
+  // program polls the CQ, the packets of a doorbell are held back (corked) until its next
+  // poll_cq, so a burst of posts leaves in one batch; the progress thread sends them if
+  // that poll does not come.
   template <typename F>
   auto locked(F&& f) {
     note_app_call();
     std::lock_guard<DeviceMutex> g(mu_);
+    before_call_locked();
     if constexpr (std::is_void_v<decltype(f(*device_))>) {
       f(*device_);
       after_call_locked();
@@ -91,7 +95,8 @@ class LiveNic {
  private:
   LiveNic();
   ~LiveNic();
-  void after_call_locked();  // mu_ held
+  void before_call_locked();  // mu_ held: corks the port for a doorbell batch
+  void after_call_locked();   // mu_ held: uncorks, wakes the thread if it must
   // An application thread is in the device: the progress thread keeps off for a while
   // (see progress_loop), since such a thread posts and then polls, moving packets itself.
   void note_app_call() {

@@ -78,6 +78,14 @@ class UdpPort final : public engine::PacketPort {
   // that hash bucket (the next free port if the preferred one was taken).
   uint16_t source_port_for(uint32_t qpn) override;
 
+  // Corking (the doorbell batch): while corked, send() copies packets into a queue instead
+  // of sending them; flush() sends the queue in one batch (sendmmsg, UDP_SEGMENT). A queue
+  // of kMaxCorked packets flushes itself. Uncorking does not flush.
+  void set_cork(bool on) { corked_ = on; }
+  void flush();
+  size_t queued() const { return queued_; }
+  static constexpr size_t kMaxCorked = 64;
+
   // Receives, without blocking, as many packets as are waiting (up to batch.capacity());
   // batch.packets() then holds them. Returns their number (0 if none).
   size_t receive(RecvBatch& batch);
@@ -92,6 +100,7 @@ class UdpPort final : public engine::PacketPort {
   int open_socket(uint16_t port, int& err);  // bound to (address, port); -1 on failure
   int send_fd_for(uint16_t src_port);
   void send_run(int fd, std::span<const engine::WirePacket> run);
+  void send_now(std::span<const engine::WirePacket> batch);
   size_t gso_group_end(std::span<const engine::WirePacket> run, size_t k) const;
 
   // One UDP_SEGMENT message: at most this many packets and this much payload (an IP
@@ -104,6 +113,10 @@ class UdpPort final : public engine::PacketPort {
   int granted_rcvbuf_ = 0;
   bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
   bool gro_ = false;  // UDP_GRO granted on the receive socket
+  bool corked_ = false;
+  size_t queued_ = 0;
+  std::vector<engine::WirePacket> queue_;        // kMaxCorked entries, the first queued_ used
+  std::vector<std::vector<uint8_t>> queue_bufs_;  // their bytes (capacity kept: no allocation once warm)
   std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use
   std::vector<SendSocket> extra_;    // sockets for source ports outside the pool
   UdpPortStats stats_;
