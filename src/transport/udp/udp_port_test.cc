@@ -211,6 +211,45 @@ TEST(UdpPort, receive__gro_buffer_is_cut_into_datagrams) {
   EXPECT_EQ(b->stats().rx_truncated, 0u);
 }
 
+TEST(UdpPort, send__corked_packets_wait_for_flush_and_keep_their_order) {
+  auto a = open_port(kA), b = open_port(kB);
+  ASSERT_TRUE(a && b);
+  const uint16_t sport = a->source_port_for(0x31);
+  std::vector<std::vector<uint8_t>> payloads;
+  for (int i = 0; i < 3; ++i) payloads.push_back(std::vector<uint8_t>(64, uint8_t(0x10 + i)));
+  a->set_cork(true);
+  for (int i = 0; i < 2; ++i) {
+    std::vector<uint8_t> engine_buffer = payloads[i];
+    engine::WirePacket p = packet_to(*a, *b, sport, engine_buffer);
+    a->send({&p, 1});
+    // The port copied the bytes: the engine reuses its buffer once send() returns.
+    std::fill(engine_buffer.begin(), engine_buffer.end(), 0xEE);
+  }
+  EXPECT_EQ(a->queued(), 2u);
+  EXPECT_FALSE(wait_readable(b->fd(), 50));  // nothing left yet
+  a->set_cork(false);
+  engine::WirePacket third = packet_to(*a, *b, sport, payloads[2]);
+  a->send({&third, 1});  // an uncorked send sends the queue first
+  EXPECT_EQ(a->queued(), 0u);
+  auto got = receive_n(*b, 3);
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].bytes, payloads[i]) << i;
+}
+
+TEST(UdpPort, flush__sends_a_full_queue_of_corked_packets) {
+  auto a = open_port(kA), b = open_port(kB);
+  ASSERT_TRUE(a && b);
+  std::vector<uint8_t> bytes(100, 3);
+  std::vector<engine::WirePacket> batch(UdpPort::kMaxCorked + 5,
+                                        packet_to(*a, *b, a->source_port_for(7), bytes));
+  a->set_cork(true);
+  a->send(batch);
+  EXPECT_EQ(a->queued(), 5u);  // a full queue went out by itself
+  a->flush();
+  EXPECT_EQ(a->queued(), 0u);
+  EXPECT_EQ(receive_n(*b, batch.size()).size(), batch.size());
+}
+
 TEST(UdpPort, source_port_for__stable_in_range_and_really_used) {
   auto a = open_port(kA);
   // A plain socket plays the peer, so recvfrom reports what the kernel really sent from.
