@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Runs vrnic pairs on an impaired network and checks that Reliable Connection still holds:
+perftest pairs and the integrity test under the seeded injector (`vrnic run --faults`) and
+under kernel netem between two network namespaces, and the loss of the peer mid-transfer.
+
+  faults.py --bin BUILD/bin CASE     run one case (ctest runs each case on its own)
+  faults.py --list                   list the cases
+
+Exit status: 0 pass, 1 fail, 77 skipped (netem cases without root, `ip netns` or sch_netem;
+the reason is printed on a line starting with SKIPPED).
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+import interop  # noqa: E402  (its output checks and the integrity case spec)
+
+SKIP = 77
+COUNTER_LINE = re.compile(r"^([a-z_0-9]+) (\d+)$", re.M)
+STATS_HEAD = re.compile(r"vrnic: \S+ \S+ \(.*pid \d+\) counters:")
+
+# Impairment profiles. The injector spec is given to `vrnic run --faults` (each process its
+# own seed); the netem arguments go on the root qdisc of each end of the veth pair.
+PROFILES = {
+    "loss1": {"inject": "loss=0.01", "netem": ["loss", "1%"]},
+    "loss5": {"inject": "loss=0.05", "netem": ["loss", "5%"]},
+    "mix": {"inject": "loss=0.01,dup=0.01,reorder=0.02,corrupt=0.01",
+            "netem": ["delay", "1ms", "reorder", "2%", "loss", "1%", "duplicate", "1%",
+                      "corrupt", "1%"]},
+}
+
+# Few iterations: Go-Back-N at 5 % loss resends whole windows, so the default 5000 64 KiB
+# messages would take minutes.
+PERFTESTS = {"write_bw": ["ib_write_bw", "-n", "300"], "read_bw": ["ib_read_bw", "-n", "300"],
+             "send_bw": ["ib_send_bw", "-n", "300"], "atomic_bw": ["ib_atomic_bw", "-n", "2000"]}
+
+
+def pair_cases():
+    c = {}
+    for where in ("inject", "netem"):
+        for prof in PROFILES:
+            for name, argv in PERFTESTS.items():
+                c[f"{where}_{prof}_{name}"] = {"where": where, "profile": prof, "kind": "bw",
+                                               "server": argv, "clients": [argv + ["@HOST"]]}
+            c[f"{where}_{prof}_integrity_data"] = dict(interop.integrity(18700, "data"),
+                                                       where=where, profile=prof)
+            # Two processes' concurrent Fetch-and-Add: the server checks the exact sum.
+            c[f"{where}_{prof}_integrity_atomic"] = dict(
+                interop.integrity(18701, "atomic", clients=2, extra=["2", "500"]),
+                where=where, profile=prof)
+    return c
+
+
+def cases():
+    c = pair_cases()
+    c["peer_loss"] = {"special": "peer_loss"}
+    c["peer_kill_write_bw"] = {"special": "peer_kill"}
+    c["inject_throughput"] = {"special": "throughput", "where": "inject"}
+    c["netem_throughput"] = {"special": "throughput", "where": "netem"}
+    return c
+
+
+class Skipped(Exception):
+    pass
+
+
+class Netem:
+    """Two namespaces joined by a veth pair, netem on both ends; removed on exit, whatever
+    happens (also on SIGTERM from ctest's timeout)."""
+
+    def __init__(self, netem_args):
+        tag = str(os.getpid())
+        self.ns = [f"vrnicf-a-{tag}", f"vrnicf-b-{tag}"]
+        self.dev = [f"vfa{tag}"[:15], f"vfb{tag}"[:15]]
+        self.addr = ["10.99.0.1", "10.99.0.2"]
+        self.netem_args = netem_args
+        self.created = []
+
+    def _ip(self, *args, check=True):
+        r = subprocess.run(list(args), capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
+        return r
+
+    def __enter__(self):
+        if os.geteuid() != 0:
+            raise Skipped("not root: network namespaces and tc need CAP_NET_ADMIN")
+        for tool in ("ip", "tc"):
+            if subprocess.run(["which", tool], capture_output=True).returncode != 0:
+                raise Skipped(f"'{tool}' (iproute2) is not installed")
+        for ns in self.ns:
+            r = self._ip("ip", "netns", "add", ns, check=False)
+            if r.returncode != 0:
+                self.__exit__()
+                raise Skipped(f"ip netns add failed: {r.stderr.strip()}")
+            self.created.append(ns)
+        try:
+            self._ip("ip", "link", "add", self.dev[0], "netns", self.ns[0], "type", "veth",
+                     "peer", "name", self.dev[1], "netns", self.ns[1])
+            for i in range(2):
+                n = self.ns[i]
+                # Jumbo frames, as RoCE networks use: a 4096 B MTU packet is one datagram.
+                self._ip("ip", "-n", n, "link", "set", self.dev[i], "mtu", "9000")
+                self._ip("ip", "-n", n, "addr", "add", self.addr[i] + "/24", "dev", self.dev[i])
+                self._ip("ip", "-n", n, "link", "set", self.dev[i], "up")
+                self._ip("ip", "-n", n, "link", "set", "lo", "up")
+            for i in range(2):
+                r = self._ip("tc", "-n", self.ns[i], "qdisc", "add", "dev", self.dev[i], "root",
+                             "netem", *self.netem_args, check=False)
+                if r.returncode != 0:
+                    self.__exit__()
+                    raise Skipped(f"tc qdisc add ... netem failed ({r.stderr.strip()}): the "
+                                  "kernel has no sch_netem")
+        except RuntimeError:
+            self.__exit__()
+            raise
+        print(f"netem: {self.ns[0]} {self.addr[0]} <-> {self.ns[1]} {self.addr[1]}, "
+              f"netem {' '.join(self.netem_args)} on both ends")
+        return self
+
+    def __exit__(self, *exc):
+        for ns in self.created:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        self.created = []
+        return False
+
+    def prefix(self, i):
+        return ["ip", "netns", "exec", self.ns[i]]
+
+
+def on_sigterm(signum, frame):
+    raise SystemExit(f"signal {signum}")
+
+
+def counters(out):
+    """Sums of the counters a process printed at exit (`--stats`), by name."""
+    total = {}
+    for block in STATS_HEAD.split(out)[1:]:
+        for name, value in COUNTER_LINE.findall(block):
+            total[name] = total.get(name, 0) + int(value)
+    return total
+
+
+def expected_counters(profile):
+    """(description, predicate over the pair's summed counters) that the impairment must show."""
+    if profile == "mix":
+        return [("retransmitted_packets > 0", lambda c: c.get("retransmitted_packets", 0) > 0),
+                ("rx_duplicate > 0", lambda c: c.get("rx_duplicate", 0) > 0)]
+    return [("retransmitted_packets > 0", lambda c: c.get("retransmitted_packets", 0) > 0)]
+
+
+class Runner:
+    def __init__(self, bindir, tmp):
+        self.bindir = bindir
+        self.vrnic = os.path.join(bindir, "vrnic")
+        self.tmp = tmp
+        self.env = dict(os.environ)
+        self.env.pop("VRNIC_IP", None)
+        self.env.pop("VRNIC_FAULTS", None)
+
+    def start(self, tag, argv, faults=None, ip=None, prefix=()):
+        opts = ["--stats"]
+        if faults:
+            opts += ["--faults", faults]
+        if ip:
+            opts += ["--ip", ip]
+        path = os.path.join(self.tmp, tag + ".log")
+        log = open(path, "w")
+        argv = interop.resolve(argv, self.bindir)
+        p = subprocess.Popen([*prefix, self.vrnic, "run", *opts, "--", *argv], stdout=log,
+                             stderr=subprocess.STDOUT, env=self.env)
+        return tag, p, path
+
+    @staticmethod
+    def wait_all(procs, timeout):
+        problems, rcs = [], {}
+        deadline = time.time() + timeout
+        for tag, p, _ in procs:
+            try:
+                rcs[tag] = p.wait(timeout=max(1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                for _, q, _ in procs:
+                    q.kill()
+                p.wait()
+                problems.append(f"{tag}: timed out after {timeout}s")
+                rcs[tag] = None
+                continue
+            if rcs[tag] != 0:
+                problems.append(f"{tag}: exit status {rcs[tag]}")
+        return problems, rcs
+
+
+def run_pair(r, name, spec, port, timeout, netem=None, seed_base=1):
+    """One server + its clients; returns (problems, summed counters, outputs)."""
+    prof = PROFILES[spec["profile"]]
+    host = netem.addr[0] if netem else "127.0.0.1"
+    server = list(spec["server"])
+    clients = [[host if a in ("@HOST", "127.0.0.1") else a for a in c] for c in spec["clients"]]
+    if spec["kind"] != "integrity":
+        server = server[:1] + ["-p", str(port)] + server[1:]
+        clients = [c[:1] + ["-p", str(port)] + c[1:] for c in clients]
+
+    def args(i):
+        if netem:
+            return {"ip": netem.addr[min(i, 1)], "prefix": netem.prefix(min(i, 1))}
+        return {"faults": f"{prof['inject']},seed={seed_base + i}"}
+
+    procs = [r.start(f"{name}.server", server, **args(0))]
+    time.sleep(0.5)  # let the server reach its TCP accept
+    for i, c in enumerate(clients):
+        procs.append(r.start(f"{name}.client{i}", c, **args(1 + i)))
+    problems, _ = r.wait_all(procs, spec.get("timeout", timeout))
+    total, outs = {}, {}
+    for tag, _, path in procs:
+        out = open(path).read()
+        outs[tag] = out
+        print(f"----- {tag} -----\n{out.rstrip()}")
+        problems += [f"{tag}: {p}" for p in interop.check_output(spec["kind"], out)]
+        for k, v in counters(out).items():
+            total[k] = total.get(k, 0) + v
+    return problems, total, outs
+
+
+def check_counters(profile, total):
+    shown = " ".join(f"{k}={v}" for k, v in sorted(total.items())
+                     if k.startswith(("retrans", "rx_dup", "ack_time", "rx_nak", "tx_nak",
+                                      "implicit", "rx_icrc", "rx_out", "udp_rx_fault",
+                                      "duplicate_", "rx_malformed")))
+    print(f"counters (both sides): {shown}")
+    return [f"counters: want {d}" for d, ok in expected_counters(profile) if not ok(total)]
+
+
+def case_pair(r, name, spec, port, timeout):
+    if spec["where"] == "netem":
+        with Netem(PROFILES[spec["profile"]]["netem"]) as n:
+            problems, total, _ = run_pair(r, name, spec, port, timeout, netem=n)
+    else:
+        problems, total, _ = run_pair(r, name, spec, port, timeout)
+    if not any("timed out" in p or "exit status" in p for p in problems):
+        problems += check_counters(spec["profile"], total)
+    return problems
+
+
+def case_throughput(r, name, spec, port, timeout):
+    """ib_write_bw 64 KiB at 0 %, 1 % and 5 % loss, one after the other; prints a table."""
+    rows, problems = [], []
+    for loss in (0.0, 0.01, 0.05):
+        iters = {0.0: 5000, 0.01: 1000, 0.05: 300}[loss]
+        argv = ["ib_write_bw", "-s", "65536", "-n", str(iters)]
+        s = {"profile": "loss1", "kind": "bw", "server": argv, "clients": [argv + ["@HOST"]]}
+        PROFILES["_t"] = {"inject": f"loss={loss}", "netem": ["loss", f"{loss * 100:g}%"]}
+        s["profile"] = "_t"
+        tag = f"{name}.loss{loss * 100:g}"
+        if spec["where"] == "netem":
+            with Netem(PROFILES["_t"]["netem"]) as n:
+                p, total, outs = run_pair(r, tag, s, port, timeout, netem=n)
+        else:
+            p, total, outs = run_pair(r, tag, s, port, timeout)
+        problems += p
+        bw = interop.BW_LINE.findall(outs.get(f"{tag}.client0", ""))
+        rows.append((loss, iters, float(bw[0][3]) if bw else float("nan"),
+                     total.get("retransmitted_packets", 0), total.get("ack_timeouts", 0),
+                     total.get("rx_nak_psn_seq", 0)))
+        port += 1
+    print(f"\n{spec['where']}: ib_write_bw -s 65536")
+    print("loss   iters  MB/s(avg)  retransmitted_packets  ack_timeouts  rx_nak_psn_seq")
+    for loss, iters, bw, rt, to, nak in rows:
+        print(f"{loss * 100:4g}%  {iters:5d}  {bw:9.2f}  {rt:21d}  {to:12d}  {nak:14d}")
+    return problems
+
+
+def case_peer_loss(r, name, spec, port, timeout):
+    """vrnic_peer_loss: the client kills its server after 1 s and checks every CQE and the
+    async event itself."""
+    procs = [r.start("peer_loss.server", ["@vrnic_peer_loss", "server", str(port)])]
+    time.sleep(0.5)
+    t0 = time.time()
+    procs.append(r.start("peer_loss.client",
+                         ["@vrnic_peer_loss", "client", "127.0.0.1", str(port), "1000"]))
+    problems, rcs = r.wait_all(procs[1:], 60)
+    procs[0][1].wait(timeout=5)
+    print(f"client exited after {time.time() - t0:.1f}s")
+    for tag, _, path in procs:
+        print(f"----- {tag} -----\n{open(path).read().rstrip()}")
+    out = open(procs[1][2]).read()
+    if "client peer_loss: PASS" not in out:
+        problems.append("client: no PASS line")
+    if procs[0][1].returncode != -signal.SIGKILL:
+        problems.append(f"server: exit {procs[0][1].returncode}, want killed by SIGKILL")
+    return problems
+
+
+def case_peer_kill(r, name, spec, port, timeout):
+    """An unmodified ib_write_bw pair in duration mode; SIGKILL the server's vrnic process
+    after ~1.5 s; the client must report the retry error and exit within 10 s."""
+    argv = ["ib_write_bw", "-p", str(port), "-D", "30"]
+    procs = [r.start("peer_kill.server", argv)]
+    time.sleep(0.5)
+    procs.append(r.start("peer_kill.client", argv + ["127.0.0.1"]))
+    time.sleep(1.5)
+    problems = []
+    server = procs[0][1]
+    if server.poll() is not None:
+        problems.append(f"server exited early ({server.returncode})")
+    else:
+        server.send_signal(signal.SIGKILL)  # `vrnic run` execs the program: this is ib_write_bw
+        server.wait()
+    killed = time.time()
+    client = procs[1][1]
+    try:
+        rc = client.wait(timeout=30)
+        took = time.time() - killed
+    except subprocess.TimeoutExpired:
+        client.kill()
+        client.wait()
+        rc, took = None, None
+        problems.append("client: still running 30 s after its peer was killed")
+    out = open(procs[1][2]).read()
+    print(f"----- peer_kill.client -----\n{out.rstrip()}")
+    if took is not None:
+        print(f"client exited with {rc}, {took:.2f} s after the kill")
+        if took > 10:
+            problems.append(f"client took {took:.1f} s to give up, want < 10 s")
+    if not re.search(r"transport retry counter exceeded|status 12\b", out):
+        problems.append("client: no 'transport retry counter exceeded' / status 12")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "../../build/rel/bin"))
+    ap.add_argument("--timeout", type=int, default=240)
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("case", nargs="*")
+    a = ap.parse_args()
+    all_cases = cases()
+    if a.list:
+        print("\n".join(all_cases))
+        return 0
+    signal.signal(signal.SIGTERM, on_sigterm)
+    bindir = os.path.abspath(a.bin)
+    names = list(all_cases)
+    failed = skipped = 0
+    for name in a.case or names:
+        spec = all_cases[name]
+        port = 22000 + 8 * names.index(name)
+        t0 = time.time()
+        with tempfile.TemporaryDirectory(prefix="vrnic-faults-") as tmp:
+            r = Runner(bindir, tmp)
+            kind = spec.get("special", "pair")
+            fn = {"pair": case_pair, "throughput": case_throughput, "peer_loss": case_peer_loss,
+                  "peer_kill": case_peer_kill}[kind]
+            try:
+                problems = fn(r, name, spec, port, a.timeout)
+            except Skipped as e:
+                print(f"SKIPPED {name}: {e}")
+                skipped += 1
+                continue
+        status = "PASS" if not problems else "FAIL"
+        print(f"== {name}: {status} ({time.time() - t0:.1f}s)")
+        for p in problems:
+            print(f"   {p}")
+        failed += bool(problems)
+    if failed:
+        return 1
+    return SKIP if skipped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
