@@ -28,9 +28,16 @@ result() {  # step status seconds
 step_asan() {
   header "ASan+UBSan: configure, build, ctest --preset asan -LE 'interop|faults'"
   local t=$(date +%s)
+  # abi.symbols_load and abi.devinfo run Debian's uninstrumented ibv_devices / ibv_devinfo
+  # on the instrumented libibverbs.so.1: the ASan runtime must then be preloaded (ASan
+  # refuses to start otherwise); leaks of those foreign programs are not ours to judge.
+  local preload
+  preload=$(${CXX:-c++} -print-file-name=libasan.so)
   if cmake --preset asan -G Ninja >/dev/null &&
      cmake --build --preset asan -j "$JOBS" &&
-     ctest --preset asan -j "$JOBS" -LE 'interop|faults'; then
+     ctest --preset asan -j "$JOBS" -LE 'interop|faults' -E '^abi\.(symbols_load|devinfo)$' &&
+     LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 \
+       ctest --preset asan -LE 'interop|faults' -R '^abi\.(symbols_load|devinfo)$'; then
     result asan PASS $(( $(date +%s) - t ))
   else
     result asan FAIL $(( $(date +%s) - t ))
