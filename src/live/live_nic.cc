@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -97,7 +98,7 @@ struct LiveNic::Impl {
   std::thread* thread = nullptr;  // heap: a forked child must never destroy the parent's
   std::atomic<bool> stop{false};
   uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
-  std::atomic<uint64_t> last_poll_ns{0};  // last LiveNic::poll_cq, any thread
+  std::atomic<uint64_t> last_poll_ns{0};  // last empty LiveNic::poll_cq; 0 after completions
   std::atomic<bool> deferring{false};     // the progress thread is in its deferral sleep
   uint64_t thread_deadline_ns = kNoTimer;  // what the progress thread sleeps towards; mu_
   bool finished = false;                   // thread stopped, stats printed; mu_
@@ -135,7 +136,7 @@ void LiveNic::kick() {
 }
 
 void LiveNic::before_call_locked() {
-  // Cork only for a program that polls: its next poll_cq (within defer_ns) flushes.
+  // Cork only for a program busy-polling its CQ: its next poll_cq (within defer_ns) flushes.
   uint64_t now = monotonic_ns();
   impl_->port->set_cork(impl_->defer_ns != 0 &&
                         now - impl_->last_poll_ns.load(std::memory_order_relaxed) <
@@ -180,8 +181,8 @@ bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
 }  // namespace
 
 int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
-  note_app_call();
-  impl_->last_poll_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  const uint64_t t = monotonic_ns();
+  last_app_ns_.store(t, std::memory_order_relaxed);  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
   impl_->port->flush();  // the posts before this poll leave now, in one batch
   int got = device_->poll_cq(cq, out, n);
@@ -189,6 +190,15 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
     // Busy-polling programs make progress here without waiting for the thread.
     service_locked(*impl_->port, impl_->batch, *device_, impl_->clock, 1);
     got = device_->poll_cq(cq, out, n);
+  }
+  if (got == 0) {
+    impl_->last_poll_ns.store(t, std::memory_order_relaxed);  // a busy poll in progress
+  } else {
+    // Completions: the program may now leave the CQ (ib_write_lat spins on memory next), so
+    // the progress thread must watch the socket again at once rather than after defer_ns.
+    impl_->last_poll_ns.store(0, std::memory_order_relaxed);
+    last_app_ns_.store(0, std::memory_order_relaxed);
+    if (impl_->deferring.load(std::memory_order_relaxed)) kick();
   }
   after_call_locked();
   return got;
@@ -198,6 +208,9 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
 
 void LiveNic::Impl::progress_loop() {
   pthread_setname_np(pthread_self(), "vrnic-progress");
+  // The deferral sleeps are tens of µs: without this the default 50 µs timer slack would
+  // more than double them.
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   engine::Device& device = *nic->device_;
   const int kick_only = 1;  // ppoll on the kick eventfd alone (fds + 1)
   for (;;) {
