@@ -2,7 +2,10 @@
 """One-run comparison of vrnic against kernel TCP (qperf) and UCX over TCP (ucx_perftest),
 all on this machine, same sizes, same run. Prints a table with ratios, writes JSON and a PNG.
 
-  bench/run.py [--bin build/release/bin] [--out bench/out] [--quick]
+  bench/run.py [--bin build/release/bin] [--out bench/out] [--quick] [--sweep]
+
+--sweep also times a whole `ib_write_bw -a` pair (5000 iterations at every size from 2 B to
+8 MiB), the run CI has to finish.
 """
 import argparse
 import json
@@ -80,6 +83,7 @@ def main():
     ap.add_argument("--bin", default=os.path.join(here, "../build/release/bin"))
     ap.add_argument("--out", default=os.path.join(here, "out"))
     ap.add_argument("--quick", action="store_true", help="only the figures the targets name")
+    ap.add_argument("--sweep", action="store_true", help="also time ib_write_bw -a (minutes)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     bindir = os.path.abspath(a.bin)
@@ -99,7 +103,7 @@ def main():
             add("bw", "vrnic " + tool, size, vrnic_perftest(bindir, tool, size, iters), "bw_Bps")
         add("bw", "qperf tcp_bw", size, qperf("tcp_bw", size, 3), "bw_Bps")
         add("bw", "ucx tcp tag_bw", size, ucx("tag_bw", size, iters), "bw_Bps")
-    rate64 = vrnic_perftest(bindir, "ib_write_bw", 64, 20000)
+    rate64 = vrnic_perftest(bindir, "ib_write_bw", 64, 100000)  # long enough to outlast noise
     add("rate", "vrnic ib_write_bw", 64, rate64, "msg_rate")
     add("rate", "ucx tcp tag_bw", 64, ucx("tag_bw", 64, 20000), "msg_rate")
     for size in lat_sizes:
@@ -109,6 +113,13 @@ def main():
         add("lat", "ucx tcp tag_lat", max(size, 8), ucx("tag_lat", max(size, 8), 20000), "lat_us")
         add("lat", "ucx tcp am_lat", max(size, 8), ucx("am_lat", max(size, 8), 20000), "lat_us")
     add("lat", "vrnic ib_atomic_lat", 8, vrnic_perftest(bindir, "ib_atomic_lat", 8, 5000), "lat_us")
+    if a.sweep:
+        vr = os.path.join(bindir, "vrnic")
+        t0 = time.monotonic()
+        out, _ = pair([vr, "run", "--", "ib_write_bw", "-a"], [vr, "run", "--", "ib_write_bw", "-a", "127.0.0.1"],
+                      timeout=900)
+        ok = out is not None and len(BW_ROW.findall(out)) == 23
+        add("sweep", "vrnic ib_write_bw -a", 0, {"wall_s": time.monotonic() - t0} if ok else None, "wall_s")
 
     def get(name, size, metric):
         for r in res:
