@@ -65,7 +65,8 @@ def cases():
     c["netns_plain_write_bw"] = {"where": "netem", "profile": "none", "kind": "bw",
                                  "server": PERFTESTS["write_bw"],
                                  "clients": [PERFTESTS["write_bw"] + ["@HOST"]]}
-    c["peer_loss"] = {"special": "peer_loss"}
+    for op in ("write", "read", "atomic"):
+        c[f"peer_loss_{op}"] = {"special": "peer_loss", "op": op}
     c["peer_kill_write_bw"] = {"special": "peer_kill"}
     c["inject_throughput"] = {"special": "throughput", "where": "inject"}
     c["netem_throughput"] = {"special": "throughput", "where": "netem"}
@@ -323,18 +324,19 @@ def case_throughput(r, name, spec, port, timeout):
 def case_peer_loss(r, name, spec, port, timeout):
     """vrnic_peer_loss: the client kills its server after 1 s and checks every CQE and the
     async event itself."""
-    procs = [r.start("peer_loss.server", ["@vrnic_peer_loss", "server", str(port)])]
+    op = spec["op"]
+    procs = [r.start(f"{name}.server", ["@vrnic_peer_loss", "server", str(port)])]
     time.sleep(0.5)
     t0 = time.time()
-    procs.append(r.start("peer_loss.client",
-                         ["@vrnic_peer_loss", "client", "127.0.0.1", str(port), "1000"]))
+    procs.append(r.start(f"{name}.client",
+                         ["@vrnic_peer_loss", "client", "127.0.0.1", str(port), "1000", op]))
     problems, rcs = r.wait_all(procs[1:], 60)
     procs[0][1].wait(timeout=5)
     print(f"client exited after {time.time() - t0:.1f}s")
     for tag, _, path in procs:
         print(f"----- {tag} -----\n{read_log(path).rstrip()}")
     out = read_log(procs[1][2])
-    if "client peer_loss: PASS" not in out:
+    if f"client peer_loss {op}: PASS" not in out:
         problems.append("client: no PASS line")
     if procs[0][1].returncode != -signal.SIGKILL:
         problems.append(f"server: exit {procs[0][1].returncode}, want killed by SIGKILL")

@@ -1,10 +1,11 @@
 // vrnic_peer_loss: an ordinary verbs program that loses its peer mid-transfer and checks the
 // error path: RETRY_EXC_ERR on the oldest WR, WR_FLUSH_ERR on every later one, QP_FATAL.
 //   vrnic_peer_loss server PORT
-//   vrnic_peer_loss client HOST PORT [RUN_MS]
+//   vrnic_peer_loss client HOST PORT [RUN_MS [write|read|atomic]]
 // The server sends its pid; the client writes to it for RUN_MS, then SIGKILLs it (the peer
 // vanishes without a word, as a crashed host would) and measures how long the QP takes to
-// give up. With timeout 14 (67 ms) and retry_cnt 7 the spec allows 8 tries (C9-140 /
+// give up. READs and atomics exercise the other timer path: their answers, not ACKs, are
+// what the requester waits for. With timeout 14 (67 ms) and retry_cnt 7 the spec allows 8 tries (C9-140 /
 // o9-35), so the bound asserted is 10 s.
 #include <fcntl.h>
 #include <poll.h>
@@ -48,7 +49,8 @@ int run_server(uint16_t port) {
   Device dev = Device::open();
   RcEndpoint ep(dev);
   std::vector<uint8_t> mem(kBuf);
-  ibv_mr* mr = dev.reg(mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* mr = dev.reg(mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                                   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
   int lfd = Channel::listen_on(port);
   CHECK_OR_DIE(lfd >= 0, "listen");
   Channel ch = Channel::accept_from(lfd);
@@ -65,7 +67,11 @@ int run_server(uint16_t port) {
   for (;;) pause();
 }
 
-int run_client(const std::string& host, uint16_t port, int run_ms) {
+int run_client(const std::string& host, uint16_t port, int run_ms, const std::string& op) {
+  const ibv_wr_opcode opcode = op == "read"     ? IBV_WR_RDMA_READ
+                               : op == "atomic" ? IBV_WR_ATOMIC_FETCH_AND_ADD
+                                                : IBV_WR_RDMA_WRITE;
+  const uint32_t msg = opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : kMsg;
   Device dev = Device::open();
   RcEndpoint ep(dev);
   std::vector<uint8_t> mem(kBuf, 0x5a);
@@ -83,15 +89,22 @@ int run_client(const std::string& host, uint16_t port, int run_ms) {
   uint64_t first_err_id = UINT64_MAX;
   int outstanding = 0;
   auto post = [&]() {
-    ibv_sge sge{reinterpret_cast<uintptr_t>(mem.data() + (next_id % 16) * kMsg), kMsg, mr->lkey};
+    const uint64_t off = (next_id % 16) * kMsg;
+    ibv_sge sge{reinterpret_cast<uintptr_t>(mem.data() + off), msg, mr->lkey};
     ibv_send_wr wr{}, *bad = nullptr;
     wr.wr_id = next_id;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.opcode = opcode;
     wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = peer.addr + (next_id % 16) * kMsg;
-    wr.wr.rdma.rkey = peer.rkey;
+    if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+      wr.wr.atomic.remote_addr = peer.addr + off;
+      wr.wr.atomic.compare_add = 1;
+      wr.wr.atomic.rkey = peer.rkey;
+    } else {
+      wr.wr.rdma.remote_addr = peer.addr + off;
+      wr.wr.rdma.rkey = peer.rkey;
+    }
     int rc = ibv_post_send(ep.qp(), &wr, &bad);
     if (rc != 0) die("ibv_post_send: " + std::string(strerror(rc)));
     ++next_id;
@@ -190,7 +203,7 @@ int run_client(const std::string& host, uint16_t port, int run_ms) {
   if (give_up < 0 || give_up > kBoundS) fail("the QP did not give up within 10 s");
   if (!fatal) fail("no IBV_EVENT_QP_FATAL for the QP");
   if (qrc != 0 || attr.qp_state != IBV_QPS_ERR) fail("QP is not in ERR");
-  printf("client peer_loss: %s\n", failures == 0 ? "PASS" : "FAIL");
+  printf("client peer_loss %s: %s\n", op.c_str(), failures == 0 ? "PASS" : "FAIL");
   return failures == 0 ? 0 : 1;
 }
 
@@ -200,8 +213,11 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   std::string role = argc > 1 ? argv[1] : "";
   if (role == "server" && argc == 3) return run_server(static_cast<uint16_t>(atoi(argv[2])));
-  if (role == "client" && argc >= 4)
-    return run_client(argv[2], static_cast<uint16_t>(atoi(argv[3])), argc > 4 ? atoi(argv[4]) : 1000);
-  fprintf(stderr, "usage: %s server PORT | client HOST PORT [RUN_MS]\n", argv[0]);
+  std::string op = argc > 5 ? argv[5] : "write";
+  if (role == "client" && argc >= 4 && (op == "write" || op == "read" || op == "atomic"))
+    return run_client(argv[2], static_cast<uint16_t>(atoi(argv[3])), argc > 4 ? atoi(argv[4]) : 1000,
+                      op);
+  fprintf(stderr, "usage: %s server PORT | client HOST PORT [RUN_MS [write|read|atomic]]\n",
+          argv[0]);
   return 2;
 }
