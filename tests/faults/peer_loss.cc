@@ -45,6 +45,18 @@ double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// The server is on this machine: gone once /proc has no entry or shows a zombie.
+bool peer_gone(int pid) {
+  char path[64], buf[256] = {};
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return true;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  const char* rp = n > 0 ? strrchr(buf, ')') : nullptr;
+  return rp == nullptr || (rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
 int run_server(uint16_t port) {
   Device dev = Device::open();
   RcEndpoint ep(dev);
@@ -116,11 +128,16 @@ int run_client(const std::string& host, uint16_t port, int run_ms, const std::st
   uint64_t expect_id = 0;
   while (!killed || outstanding > 0) {
     if (!killed && since(start) * 1000 >= run_ms) {
-      // Fill the send queue first, so plenty of WRs are outstanding when the peer dies.
-      while (outstanding < kDepth) post();
       CHECK_OR_DIE(kill(peer.pid, SIGKILL) == 0, "kill server");
       killed_at = Clock::now();
       killed = true;
+      // SIGKILL takes effect asynchronously: until the server is really gone it may still
+      // answer. Wait for that, then fill the send queue, so that many WRs are outstanding
+      // on a dead peer (the ones posted before may still have completed successfully).
+      while (!peer_gone(peer.pid) && since(killed_at) < 5) std::this_thread::yield();
+      printf("client: server %s %.3f s after SIGKILL\n", peer_gone(peer.pid) ? "gone" : "STILL THERE",
+             since(killed_at));
+      while (outstanding < kDepth) post();
       printf("client: SIGKILL server pid %d after %d ms, %" PRIu64 " WRs done, %d outstanding\n",
              peer.pid, run_ms, ok, outstanding);
       fflush(stdout);
