@@ -280,6 +280,9 @@ int LiveNic::Impl::start() {
     faults = std::make_unique<transport::FaultInjector>(fc);
     options.faults = faults.get();
   }
+  // VRNIC_OFFLOAD=0: no UDP_SEGMENT / UDP_GRO (comparisons, kernels without them).
+  if (const char* o = std::getenv("VRNIC_OFFLOAD"); o && std::strcmp(o, "0") == 0)
+    options.offload = false;
   const char* pcap_env = std::getenv("VRNIC_PCAP");
   if (pcap_env && *pcap_env) {
     int err = 0;
