@@ -1,4 +1,4 @@
-// Per-sender ICRC policy: the full 32-bit check for senders known to use IPv4 ID 0.
+// Per-sender ICRC policy: the full 32-bit check for senders whose IPv4 IDs are known.
 #include "engine/icrc_peers.h"
 
 namespace vrnic::engine {
@@ -8,9 +8,17 @@ wire::IcrcVerdict IcrcPeers::verify(const WirePacket& pkt) {
   if (pkt.ip.ipv6 || pkt.ip.ip_id_known) return wire::verify_icrc(pkt.ip, pkt.data);
   Sender& s = senders_[key_of(pkt.ip)];
   if (s.zero_id) {
+    // A zero-ID sender's packet that fails the direct check is corrupt. The transport
+    // reports segment i of a received offload group as ID i (the ID the kernel gave it);
+    // a group merged from lone datagrams carries ID 0 in every segment.
     wire::IpUdpInfo ip = pkt.ip;
-    ip.ip_id_known = true;  // a zero-ID sender's packet that fails the direct check is corrupt
-    return wire::verify_icrc(ip, pkt.data);
+    ip.ip_id_known = true;
+    wire::IcrcVerdict v = wire::verify_icrc(ip, pkt.data);
+    if (v == wire::IcrcVerdict::kBad && ip.ip_id != 0) {
+      ip.ip_id = 0;
+      v = wire::verify_icrc(ip, pkt.data);
+    }
+    return v;
   }
   wire::IcrcVerdict v = wire::verify_icrc(pkt.ip, pkt.data);
   if (v == wire::IcrcVerdict::kOk) {

@@ -232,6 +232,15 @@ bool compute_icrc_ip_packet(std::span<const uint8_t> pkt, uint32_t& icrc) {
   return true;
 }
 
+uint32_t icrc_with_ip_id_change(uint32_t icrc, size_t transport_size, uint16_t id_xor) {
+  if (id_xor == 0) return icrc;
+  const uint32_t* delta = basis_for(transport_size).delta;
+  for (int bit = 0; bit < 16; ++bit) {
+    if (id_xor & (1u << bit)) icrc ^= delta[16 + bit];
+  }
+  return icrc;
+}
+
 uint32_t stored_icrc(std::span<const uint8_t> udp_payload) {
   if (udp_payload.size() < kIcrcSize) return 0;
   const uint8_t* p = udp_payload.data() + udp_payload.size() - kIcrcSize;

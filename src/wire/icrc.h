@@ -29,6 +29,11 @@ uint32_t compute_icrc(const IpUdpInfo& ip, std::span<const uint8_t> transport);
 // returns false if the packet is not IP/UDP.
 bool compute_icrc_ip_packet(std::span<const uint8_t> ip_packet, uint32_t& icrc);
 
+// The ICRC of the same IPv4 packet sent with its identification changed by id_xor (IDs
+// differ as id ^ id_xor): the CRC is affine in the ID bits, so no pass over the payload.
+// Used for the segments of a UDP_SEGMENT send, which the kernel numbers 0, 1, 2, ...
+uint32_t icrc_with_ip_id_change(uint32_t icrc, size_t transport_size, uint16_t id_xor);
+
 // The ICRC as stored in the last four bytes of a packet (little-endian on the wire).
 uint32_t stored_icrc(std::span<const uint8_t> udp_payload);
 void store_icrc(uint32_t icrc, uint8_t* out4);

@@ -211,3 +211,22 @@ TEST(Icrc, verify_icrc__fragment_flags_are_not_solved) {
 
 }  // namespace
 }  // namespace vrnic::wire
+
+namespace vrnic::wire {
+namespace {
+
+TEST(Icrc, icrc_with_ip_id_change__equals_a_full_recompute) {
+  for (size_t n : {0u, 8u, 256u, 1024u, 4096u}) {
+    const auto u = packet(v4(0), n, static_cast<uint32_t>(n + 3));
+    const auto transport = std::span<const uint8_t>(u).first(u.size() - kIcrcSize);
+    const uint32_t at0 = compute_icrc(v4(0), transport);
+    for (uint16_t id : {1, 2, 3, 17, 0x718c, 0xffff}) {
+      EXPECT_EQ(icrc_with_ip_id_change(at0, transport.size(), id), compute_icrc(v4(id), transport))
+          << n << " " << id;
+    }
+    EXPECT_EQ(icrc_with_ip_id_change(at0, transport.size(), 0), at0);
+  }
+}
+
+}  // namespace
+}  // namespace vrnic::wire

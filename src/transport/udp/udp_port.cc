@@ -14,6 +14,8 @@
 #include "transport/udp/fault_injector.h"
 #include "transport/udp/log.h"
 #include "transport/udp/pcap_writer.h"
+#include "wire/headers.h"
+#include "wire/icrc.h"
 
 namespace vrnic::transport {
 namespace {
@@ -251,10 +253,9 @@ size_t UdpPort::gso_group_end(std::span<const engine::WirePacket> run, size_t k)
   const size_t seg = first.data.size();
   size_t total = seg, end = k + 1;
   if (!gso_ || seg == 0) return end;
-  // IPv4 segments after the first get IP IDs 1, 2, ... from the kernel, but their ICRC was
-  // computed over ID 0 (the ID of a lone DF datagram): a peer that checks the ICRC against
-  // the received ID would drop them. Only on loopback, where no NIC segments the group, is
-  // the offload used for IPv4 (vrnic's verify_icrc also recovers any ID).
+  // IPv4 segments of a group get IP IDs 0, 1, 2, ... from the kernel (an unconnected DF
+  // socket starts at 0): send_run gives segment i the ICRC for ID i, so every datagram on
+  // the wire carries a correct ICRC. Used on loopback only, where no NIC re-segments.
   if (!first.ip.ipv6 && first.ip.dst[0] != 127) return end;
   while (end < run.size() && end - k < kMaxGsoSegments) {
     const engine::WirePacket& p = run[end];
@@ -272,7 +273,10 @@ size_t UdpPort::gso_group_end(std::span<const engine::WirePacket> run, size_t k)
 void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
   const size_t n = run.size();
   sockaddr_storage names[RecvBatch::kMaxBatch];
-  iovec iov[RecvBatch::kMaxBatch];
+  // Two iovecs per packet at most: an IPv4 GSO segment after the first sends its body and
+  // then its ICRC recomputed for the IP ID the kernel gives it.
+  iovec iov[2 * RecvBatch::kMaxBatch];
+  uint8_t icrc_for_id[RecvBatch::kMaxBatch][wire::kIcrcSize];
   mmsghdr msgs[RecvBatch::kMaxBatch];
   size_t pkts_in[RecvBatch::kMaxBatch];  // packets carried by each message
   alignas(cmsghdr) uint8_t control[RecvBatch::kMaxBatch][kSendCmsgBytes];
@@ -293,13 +297,29 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
     h.msg_namelen = dst.to_sockaddr(p.ip.dst_port, names[m]);
     h.msg_name = &names[m];
     h.msg_iov = &iov[used_iov];
-    h.msg_iovlen = end - k;
+    const size_t first_iov = used_iov;
     for (size_t q = k; q < end; ++q) {
-      iov[used_iov].iov_base = const_cast<uint8_t*>(run[q].data.data());
-      iov[used_iov].iov_len = run[q].data.size();
-      ++used_iov;
-      if (options_.pcap) options_.pcap->write_packet(run[q].ip, run[q].tos, run[q].data);
+      const engine::WirePacket& seg = run[q];
+      const auto id = static_cast<uint16_t>(q - k);  // the kernel's IP ID for this segment
+      if (p.ip.ipv6 || id == 0 || seg.data.size() < wire::kIcrcSize) {
+        iov[used_iov++] = {const_cast<uint8_t*>(seg.data.data()), seg.data.size()};
+        if (options_.pcap) options_.pcap->write_packet(seg.ip, seg.tos, seg.data);
+        continue;
+      }
+      const size_t body = seg.data.size() - wire::kIcrcSize;
+      wire::store_icrc(wire::icrc_with_ip_id_change(wire::stored_icrc(seg.data), body, id),
+                       icrc_for_id[q]);
+      iov[used_iov++] = {const_cast<uint8_t*>(seg.data.data()), body};
+      iov[used_iov++] = {icrc_for_id[q], wire::kIcrcSize};
+      if (options_.pcap) {
+        std::vector<uint8_t> as_sent(seg.data.begin(), seg.data.end());
+        std::memcpy(as_sent.data() + body, icrc_for_id[q], wire::kIcrcSize);
+        engine::WirePacket shown = seg;
+        shown.ip.ip_id = id;
+        options_.pcap->write_packet(shown.ip, shown.tos, as_sent);
+      }
     }
+    h.msg_iovlen = used_iov - first_iov;
     size_t clen = 0;
     h.msg_control = control[m];
     h.msg_controllen = kSendCmsgBytes;
@@ -434,6 +454,9 @@ size_t UdpPort::receive(RecvBatch& batch) {
     if (seg == 0) seg = len;
     for (size_t off = 0; off < len || off == 0; off += seg) {
       p.data = std::span<const uint8_t>(base + off, std::min(seg, len - off));
+      // Segment i of a GRO buffer left its sender as segment i of one UDP_SEGMENT send,
+      // which the kernel numbered with IP ID i (see gso_group_end).
+      if (!p.ip.ipv6) p.ip.ip_id = static_cast<uint16_t>(off / seg);
       if (options_.pcap) options_.pcap->write_packet(p.ip, p.tos, p.data);
       batch.packets_.push_back(p);
       if (len == 0) break;
