@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Sets up (packages, build) and runs every test: unit, protocol, wire vectors, interop.
+# Sets up (packages, build) and runs every test: sanitizer builds and fuzzers first
+# (scripts/ci_extra.sh), then unit, protocol, wire-vector, interop and fault tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+TSAN_STRICT=1 ./scripts/ci_extra.sh
 ctest --preset release -j 2 "$@"
