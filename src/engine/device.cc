@@ -382,6 +382,14 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
     ++ctr.rx_malformed;  // a UC / UD opcode for an RC QP (9.6.1.? transport check)
     return;
   }
+  // A connected QP takes packets from its peer's address only (IBA 9.6.1: for RC the source
+  // must be the path the QP was connected with). A stray sender — say a new process on the
+  // address of a dead peer, whose QPNs and PSN ranges may repeat — never reaches memory.
+  if (qp->state() != QpState::kReset && qp->state() != QpState::kInit &&
+      (pkt.ip.ipv6 != qp->ip.ipv6 || pkt.ip.src != qp->ip.dst)) {
+    ++ctr.rx_wrong_source;
+    return;
+  }
   bool request = false;
   switch (info.kind) {
     case wire::OpKind::kSend: ++ctr.rx_send; request = true; break;

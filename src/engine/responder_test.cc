@@ -176,6 +176,28 @@ TEST_F(Responder, receive__bad_icrc_is_dropped_and_counted) {
   EXPECT_EQ(b.ctr().rx_icrc_errors, 1u);
 }
 
+TEST_F(Responder, receive__packet_from_another_address_is_dropped_and_counted) {
+  // A valid WRITE at the expected PSN with the right rkey, but from 10.0.0.7, not the
+  // connected peer 10.0.0.1: a stranger on a reused address must not touch memory.
+  auto pkt = build(write_req(wire::kRcWriteOnly, kRqPsn, mem.addr(), 8), bytes_of(8, 5));
+  wire::IpUdpInfo stranger = ip_info();
+  stranger.src = {10, 0, 0, 7};
+  wire::store_icrc(wire::compute_icrc(stranger, {pkt.data(), pkt.size() - 4}),
+                   pkt.data() + pkt.size() - 4);
+  WirePacket w;
+  w.ip = stranger;
+  w.data = pkt;
+  b.dev->receive({&w, 1});
+  f.wire().deliver_all();
+  EXPECT_TRUE(reply_bytes.empty());
+  EXPECT_EQ(mem.bytes, before);
+  EXPECT_EQ(b.ctr().rx_wrong_source, 1u);
+  // The same request from the peer is placed.
+  inject(build(write_req(wire::kRcWriteOnly, kRqPsn, mem.addr(), 8), bytes_of(8, 5)));
+  EXPECT_NE(mem.bytes, before);
+  EXPECT_EQ(b.ctr().rx_wrong_source, 1u);
+}
+
 TEST_F(Responder, receive__truncated_packet_is_malformed) {
   auto pkt = build(write_req(wire::kRcWriteOnly, kRqPsn, mem.addr(), 0), {});
   std::vector<uint8_t> cut(pkt.begin(), pkt.begin() + 16);  // BTH + 4 bytes of RETH
