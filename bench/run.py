@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """One-run comparison of vrnic against kernel TCP (qperf) and UCX over TCP (ucx_perftest),
 all on this machine, same sizes, same run. Prints a table with ratios, writes JSON and a PNG.
 
