@@ -221,6 +221,15 @@ void post_write(LiveNic* nic, LoopbackPair& p, std::vector<uint8_t>& src,
   ASSERT_EQ(nic->locked([&](Device& d) { return d.post_send(p.a, &wr, 1, &bad); }), 0);
 }
 
+// LiveNic::poll_cq (which drains the socket itself) until one completion, for 10 s at most.
+int busy_poll_one(LiveNic* nic, engine::Cq* cq, engine::WorkCompletion& wc) {
+  int got = 0;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       got == 0 && std::chrono::steady_clock::now() < until;)
+    got = nic->poll_cq(cq, &wc, 1);
+  return got;
+}
+
 std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
   std::vector<uint8_t> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 2654435761u + seed) >> 13);
@@ -236,10 +245,7 @@ TEST_F(LiveNicTest, poll_cq__busy_polling_moves_a_loopback_rdma_write) {
   setup_pair(nic, p, src, dst);
   post_write(nic, p, src, dst);
   engine::WorkCompletion wc;
-  int got = 0;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       got == 0 && std::chrono::steady_clock::now() < until;)
-    got = nic->poll_cq(p.cq, &wc, 1);
+  int got = busy_poll_one(nic, p.cq, wc);
   ASSERT_EQ(got, 1);
   EXPECT_EQ(wc.status, engine::WcStatus::kSuccess);
   EXPECT_EQ(wc.wr_id, 7u);
@@ -291,10 +297,7 @@ TEST_F(LiveNicTest, ipv6__loopback_write_over_ipv6) {
   setup_pair(nic, p, src, dst);
   post_write(nic, p, src, dst);
   engine::WorkCompletion wc;
-  int got = 0;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       got == 0 && std::chrono::steady_clock::now() < until;)
-    got = nic->poll_cq(p.cq, &wc, 1);
+  int got = busy_poll_one(nic, p.cq, wc);
   ASSERT_EQ(got, 1);
   EXPECT_EQ(wc.status, engine::WcStatus::kSuccess);
   EXPECT_EQ(dst, src);
@@ -313,10 +316,7 @@ TEST_F(LiveNicTest, pcap__loopback_write_is_captured_both_ways) {
   setup_pair(nic, p, src, dst);
   post_write(nic, p, src, dst);
   engine::WorkCompletion wc;
-  int got = 0;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-       got == 0 && std::chrono::steady_clock::now() < until;)
-    got = nic->poll_cq(p.cq, &wc, 1);
+  int got = busy_poll_one(nic, p.cq, wc);
   ASSERT_EQ(got, 1);
   uint64_t packets = nic->counters().tx_packets + nic->counters().rx_packets;
   LiveNic::release(nic);  // flushes and closes the capture
