@@ -221,6 +221,18 @@ class Loopback : public VerbsTest {
   ibv_sge sge(std::vector<uint8_t>& buf, ibv_mr* mr, size_t off, size_t len) {
     return ibv_sge{reinterpret_cast<uint64_t>(buf.data() + off), uint32_t(len), mr->lkey};
   }
+  // A signaled RDMA WRITE or READ of one SGE to / from the start of b's buffer.
+  ibv_send_wr rdma_to_b(ibv_wr_opcode opcode, uint64_t wr_id, ibv_sge* s, uint32_t rkey) {
+    ibv_send_wr w{};
+    w.wr_id = wr_id;
+    w.opcode = opcode;
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.sg_list = s;
+    w.num_sge = 1;
+    w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+    w.wr.rdma.rkey = rkey;
+    return w;
+  }
 
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
@@ -277,14 +289,7 @@ TEST_F(Loopback, write_then_read__bytes_round_trip) {
     std::memset(b_buf_.data(), 0, kSize);
     std::memset(a_buf_.data() + kSize / 2, 0, kSize / 2);
     ibv_sge ws = sge(a_buf_, a_mr_, 0, len);
-    ibv_send_wr w{};
-    w.wr_id = 1;
-    w.opcode = IBV_WR_RDMA_WRITE;
-    w.send_flags = IBV_SEND_SIGNALED;
-    w.sg_list = &ws;
-    w.num_sge = 1;
-    w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
-    w.wr.rdma.rkey = b_mr_->rkey;
+    ibv_send_wr w = rdma_to_b(IBV_WR_RDMA_WRITE, 1, &ws, b_mr_->rkey);
     ibv_send_wr* bad = nullptr;
     ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
     auto wcs = wait(1);
@@ -296,14 +301,7 @@ TEST_F(Loopback, write_then_read__bytes_round_trip) {
 
     // Read it back into the second half of a's buffer.
     ibv_sge rs = sge(a_buf_, a_mr_, kSize / 2, len);
-    ibv_send_wr r{};
-    r.wr_id = 2;
-    r.opcode = IBV_WR_RDMA_READ;
-    r.send_flags = IBV_SEND_SIGNALED;
-    r.sg_list = &rs;
-    r.num_sge = 1;
-    r.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
-    r.wr.rdma.rkey = b_mr_->rkey;
+    ibv_send_wr r = rdma_to_b(IBV_WR_RDMA_READ, 2, &rs, b_mr_->rkey);
     ASSERT_EQ(ibv_post_send(a_, &r, &bad), 0);
     wcs = wait(1);
     ASSERT_EQ(wcs.size(), 1u);
@@ -356,14 +354,7 @@ TEST_F(Loopback, atomics__fetch_add_and_compare_swap) {
 TEST_F(Loopback, bad_rkey__remote_access_error_memory_unchanged) {
   ibv_sge s = sge(a_buf_, a_mr_, 0, 64);
   std::memset(a_buf_.data(), 0x5a, 64);
-  ibv_send_wr w{};
-  w.wr_id = 9;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
-  w.wr.rdma.rkey = b_mr_->rkey ^ 0x80;
+  ibv_send_wr w = rdma_to_b(IBV_WR_RDMA_WRITE, 9, &s, b_mr_->rkey ^ 0x80);
   ibv_send_wr* bad = nullptr;
   ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
   auto wcs = wait(1);
@@ -383,14 +374,7 @@ TEST_F(Loopback, bad_rkey__remote_access_error_memory_unchanged) {
 TEST_F(Loopback, completion_channel__event_names_cq_and_context) {
   ASSERT_EQ(ibv_req_notify_cq(cq_, 0), 0);
   ibv_sge s = sge(a_buf_, a_mr_, 0, 16);
-  ibv_send_wr w{};
-  w.wr_id = 3;
-  w.opcode = IBV_WR_RDMA_WRITE;
-  w.send_flags = IBV_SEND_SIGNALED;
-  w.sg_list = &s;
-  w.num_sge = 1;
-  w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
-  w.wr.rdma.rkey = b_mr_->rkey;
+  ibv_send_wr w = rdma_to_b(IBV_WR_RDMA_WRITE, 3, &s, b_mr_->rkey);
   ibv_send_wr* bad = nullptr;
   ASSERT_EQ(ibv_post_send(a_, &w, &bad), 0);
   pollfd p{channel_->fd, POLLIN, 0};
