@@ -14,8 +14,11 @@ namespace vrnic::live {
 class LiveNic;
 }
 namespace vrnic::engine {
+class Ah;
 class Mr;
+class Mw;
 class Qp;
+class Srq;
 }  // namespace vrnic::engine
 
 namespace vrnic::abi {
@@ -45,17 +48,42 @@ struct Channel {
   std::deque<ibv_cq*> events;  // armed CQs that got a completion, in order
 };
 
+// ibv_cq_ex begins with the fields of ibv_cq (rdma-core's ibv_cq_ex_to_cq casts), so one
+// object serves both views: ibv for the classic verbs, ex for ibv_create_cq_ex programs.
 struct Cq {
-  ibv_cq ibv;
+  union {
+    ibv_cq ibv;
+    ibv_cq_ex ex;
+  };
   engine::Cq* cq = nullptr;
   uint32_t comp_events_delivered = 0;   // ibv_get_cq_event returns; guarded by ibv.mutex
   uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
 };
 
+// ibv_qp_ex starts with the ibv_qp (qp_base): ibv_qp_to_qp_ex returns &ex of the same object.
 struct Qp {
-  ibv_qp ibv;
+  union {
+    ibv_qp ibv;
+    ibv_qp_ex ex;
+  };
   engine::Qp* qp = nullptr;
   uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
+};
+
+struct Ah {
+  ibv_ah ibv;
+  engine::Ah* ah = nullptr;
+};
+
+struct Srq {
+  ibv_srq ibv;
+  engine::Srq* srq = nullptr;
+  uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
+};
+
+struct Mw {
+  ibv_mw ibv;
+  engine::Mw* mw = nullptr;
 };
 
 inline Context* to_context(ibv_context* c) {
@@ -65,6 +93,11 @@ inline Pd* to_pd(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
 inline Mr* to_mr(ibv_mr* m) { return reinterpret_cast<Mr*>(m); }
 inline Cq* to_cq(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
 inline Qp* to_qp(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
+inline Ah* to_ah(ibv_ah* a) { return reinterpret_cast<Ah*>(a); }
+inline Srq* to_srq(ibv_srq* s) { return reinterpret_cast<Srq*>(s); }
+inline Mw* to_mw(ibv_mw* m) { return reinterpret_cast<Mw*>(m); }
+inline Cq* to_cq(ibv_cq_ex* c) { return reinterpret_cast<Cq*>(c); }
+inline Qp* to_qp(ibv_qp_ex* q) { return reinterpret_cast<Qp*>(q); }
 inline Channel* to_channel(ibv_comp_channel* c) { return reinterpret_cast<Channel*>(c); }
 
 // Sets errno and returns null: the failure convention of pointer-returning verbs.

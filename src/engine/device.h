@@ -75,6 +75,38 @@ class Device {
   Errno query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const;
   Errno destroy_qp(Qp* qp);
 
+  // --- issue 5 surface (declared here as the contract; each returns 0 or the errno the
+  // verbs call reports) ----------------------------------------------------------------------
+  // Address handles (UD). EINVAL for a PD not of this device or an AV of the wrong family.
+  Ah* create_ah(Pd* pd, const AddressVector& av, Errno& err);
+  Errno destroy_ah(Ah* ah);
+  // Multicast groups of a UD QP (gid must be a multicast GID).
+  Errno attach_mcast(Qp* qp, const Gid& gid, uint16_t lid);
+  Errno detach_mcast(Qp* qp, const Gid& gid, uint16_t lid);
+
+  // Shared receive queues. attr in: requested max_wr / max_sge / srq_limit; out: granted.
+  struct SrqAttr {
+    uint32_t max_wr = 0, max_sge = 0, srq_limit = 0;
+  };
+  Srq* create_srq(Pd* pd, SrqAttr& attr, void* user_context, Errno& err);
+  // mask: 1 = max_wr (resize), 2 = srq_limit (arms the SRQ_LIMIT_REACHED event), as IBV_SRQ_*.
+  Errno modify_srq(Srq* srq, const SrqAttr& attr, uint32_t mask);
+  Errno query_srq(const Srq* srq, SrqAttr& attr) const;
+  Errno destroy_srq(Srq* srq);  // EBUSY while QPs use it
+  Errno post_srq_recv(Srq* srq, const RecvWr* wrs, size_t n, size_t* bad);
+
+  // Memory windows: type 1 or 2; rkey written back.
+  Mw* alloc_mw(Pd* pd, uint8_t type, uint32_t& rkey, Errno& err);
+  Errno dealloc_mw(Mw* mw);
+  // Type 1 bind (ibv_bind_mw): posted on qp's send queue like a WR, completes as kBindMw.
+  Errno bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindInfo& bind);
+
+  // ibv_resize_cq: cqe in: requested, out: granted. EINVAL if fewer than the CQEs held.
+  Errno resize_cq(Cq* cq, uint32_t& cqe);
+  // ibv_rereg_mr: flags as IBV_REREG_MR_CHANGE_{TRANSLATION=1,PD=2,ACCESS=4}; keys kept.
+  Errno rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length, uint64_t iova,
+                 uint32_t access, MrInfo& out);
+
   // --- fast path ----------------------------------------------------------------------------
   // The doorbell. Validates each WR in order; on the first bad one stops and sets *bad to
   // its index (EINVAL bad opcode/flags for the QP type, ENOMEM send queue full,

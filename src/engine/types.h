@@ -75,6 +75,8 @@ class Cq;
 class Pd;
 class Srq;
 class Ah;
+class Mr;
+class Mw;
 
 struct QpInitAttr {
   QpType type = QpType::kRc;
@@ -102,6 +104,18 @@ enum SendFlags : uint32_t {
   kSendFence = 1 << 0, kSendSignaled = 1 << 1, kSendSolicited = 1 << 2, kSendInline = 1 << 3,
 };
 
+// IBV_WR_BIND_MW (type 2 windows, through post_send) and Device::bind_mw (type 1): binds
+// [addr, addr+length) of mr to the window with the given access; new_rkey is the key the
+// window answers to afterwards (its low 8 bits come from the caller, IBA 10.6.7.3).
+struct MwBindInfo {
+  Mw* mw = nullptr;
+  uint32_t new_rkey = 0;
+  Mr* mr = nullptr;
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  uint32_t access = 0;  // Access bits: remote read / write / atomic, kZeroBased
+};
+
 // A send work request. sg_list is read during post_send only (inline data is copied then;
 // other SGEs are recorded and their memory is read when the packets are built).
 struct SendWr {
@@ -119,6 +133,7 @@ struct SendWr {
   Ah* ah = nullptr;              // UD
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
+  MwBindInfo bind;               // kBindMw
 };
 
 struct RecvWr {
