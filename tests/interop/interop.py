@@ -24,9 +24,9 @@ def perftest(tool, opts=()):
     return {"server": [tool, *opts], "clients": [[tool, *opts, "127.0.0.1"]], "kind": kind}
 
 
-def pingpong(opts=()):
-    return {"server": ["ibv_rc_pingpong", "-g", "0", *opts],
-            "clients": [["ibv_rc_pingpong", "-g", "0", *opts, "127.0.0.1"]], "kind": "pingpong"}
+def pingpong(opts=(), prog="ibv_rc_pingpong"):
+    return {"server": [prog, "-g", "0", *opts],
+            "clients": [[prog, "-g", "0", *opts, "127.0.0.1"]], "kind": "pingpong"}
 
 
 def integrity(port, mode, clients=1, extra=()):
@@ -199,7 +199,9 @@ def main():
     names = list(all_cases)
     for name in a.case or names:
         t0 = time.time()
-        spec = with_port(all_cases[name], 21000 + 7 * names.index(name))
+        # VRNIC_INTEROP_PORT_BASE keeps concurrent runs from different trees apart.
+        base = int(os.environ.get("VRNIC_INTEROP_PORT_BASE", "21000"))
+        spec = with_port(all_cases[name], base + 7 * names.index(name))
         problems = run_case(name, spec, vrnic, bindir, a.timeout)
         status = "PASS" if not problems else "FAIL"
         print(f"== {name}: {status} ({time.time() - t0:.1f}s)")
