@@ -1,6 +1,8 @@
 // Shared device internals: completions, error transition with flush, packet start, SGE copy.
 #include "engine/core.h"
 
+#include "wire/psn.h"
+
 #include <cstring>
 
 namespace vrnic::engine {
@@ -78,6 +80,7 @@ void Core::flush_queues(Qp& qp) {
 
 void Core::enter_error(Qp& qp) {
   qp.attr.qp_state = QpState::kErr;
+  recount_inflight(qp);
   qp.req.ack_deadline = 0;
   qp.req.rnr_deadline = 0;
   qp.resp.ack_pending = false;
@@ -90,6 +93,14 @@ std::span<uint8_t> Core::start_packet(Qp& qp, const wire::Packet& p, size_t payl
 }
 
 void Core::commit_packet() { tx.commit(port, ctr); }
+
+void Core::recount_inflight(Qp& qp) {
+  RequesterState& r = qp.req;
+  int32_t d = qp.type == QpType::kRc && qp.sending() ? wire::psn_diff(r.next_psn, r.una) : 0;
+  uint32_t now = d > 0 ? static_cast<uint32_t>(d) : 0;
+  inflight = inflight - r.counted_inflight + now;
+  r.counted_inflight = now;
+}
 
 void Core::mark_tx_ready(Qp& qp) {
   for (Qp* q : tx_ready)

@@ -44,6 +44,10 @@ class Core {
   std::vector<Qp*> ack_pending;
   // QPs whose requester may be able to send (window opened, timer fired).
   std::vector<Qp*> tx_ready;
+  // Packets in flight over all RC QPs (see kDeviceWindow), and the QPs that stopped
+  // sending because the device budget was used up: they are made ready when it frees.
+  uint32_t inflight = 0;
+  std::vector<Qp*> budget_waiters;
 
   uint64_t now() const { return clock.now_ns(); }
 
@@ -60,6 +64,8 @@ class Core {
   std::span<uint8_t> start_packet(Qp& qp, const wire::Packet& p, size_t payload_len);
   void commit_packet();
   void mark_tx_ready(Qp& qp);
+  // Brings the QP's share of `inflight` up to date (0 once it no longer sends).
+  void recount_inflight(Qp& qp);
 
   // Gathers len bytes at byte offset `offset` of a WQE's SGE list into dst (local read);
   // false on a memory check failure.

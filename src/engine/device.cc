@@ -47,7 +47,20 @@ struct Device::Impl {
     core.ack_pending.clear();
     for (size_t i = 0; i < core.tx_ready.size(); ++i) requester_progress(core, *core.tx_ready[i]);
     core.tx_ready.clear();
+    wake_budget_waiters();
     core.tx.flush(core.port);
+  }
+
+  // QPs held back by the device window send again once it has room (in the order they
+  // stopped, so the budget goes round the QPs instead of to the busiest).
+  void wake_budget_waiters() {
+    if (core.budget_waiters.empty() || core.inflight >= kDeviceWindow) return;
+    std::vector<Qp*> waiting;
+    waiting.swap(core.budget_waiters);
+    for (Qp* q : waiting) {
+      q->req.budget_wait = false;
+      requester_progress(core, *q);  // may put itself back on budget_waiters
+    }
   }
 
   void dispatch(const WirePacket& pkt);
@@ -239,6 +252,11 @@ Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
   }
   switch (next) {
     case QpState::kReset: {
+      d.core.inflight -= qp->req.counted_inflight;
+      if (qp->req.budget_wait)
+        d.core.budget_waiters.erase(
+            std::remove(d.core.budget_waiters.begin(), d.core.budget_waiters.end(), qp),
+            d.core.budget_waiters.end());
       qp->sq.clear();
       qp->rq.clear();
       qp->req = RequesterState{};
@@ -313,6 +331,8 @@ Errno Device::destroy_qp(Qp* qp) {
   auto drop = [&](std::vector<Qp*>& v) { v.erase(std::remove(v.begin(), v.end(), qp), v.end()); };
   drop(d.core.ack_pending);
   drop(d.core.tx_ready);
+  drop(d.core.budget_waiters);
+  d.core.inflight -= qp->req.counted_inflight;
   --qp->pd->users;
   --qp->send_cq->users;
   --qp->recv_cq->users;

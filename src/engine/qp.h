@@ -68,6 +68,9 @@ struct RequesterState {
   // of that NAK (or more responses behind the same gap) are ignored until progress.
   bool seq_nak_handled = false;
   uint32_t seq_nak_psn = 0;
+  // This QP's share of Core::inflight, as last counted (Core::recount_inflight).
+  uint32_t counted_inflight = 0;
+  bool budget_wait = false;  // on Core::budget_waiters
 };
 
 struct ResponderState {

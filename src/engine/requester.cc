@@ -90,8 +90,10 @@ void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span) {
   if (t != 0 && r.ack_deadline == 0) r.ack_deadline = c.now() + t;
 }
 
-// Sends packet k of a SEND / WRITE WQE.
-bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
+// Sends packet k of a SEND / WRITE WQE. stop_after: the window or the device budget will
+// hold the QP after this packet, so it must ask for an ACK (else none would come before
+// the ACK timer, the responder acknowledging only packets that ask).
+bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k, bool stop_after) {
   uint32_t mtu = qp.mtu();
   uint32_t psn = psn_add(w.first_psn, k);
   uint64_t off = uint64_t{k} * mtu;
@@ -101,7 +103,7 @@ bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
   p.bth.opcode = data_opcode(w, k, w.npkts);
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   bool last = k + 1 == w.npkts;
-  p.bth.ack_req = last || (k + 1) % kAckReqInterval == 0;
+  p.bth.ack_req = last || stop_after || (k + 1) % kAckReqInterval == 0;
   p.bth.solicited = last && (w.send_flags & kSendSolicited);
   if (info.has(wire::kHasReth)) p.reth = {w.remote_addr, w.rkey, w.length};
   if (info.has(wire::kHasImm)) p.imm = w.imm_data;
@@ -235,15 +237,28 @@ void requester_go_back(Core& c, Qp& qp, uint32_t psn) {
   c.mark_tx_ready(qp);
 }
 
+// Whether the device budget lets this QP put `n` more packets in flight now; if not, the
+// QP waits on Core::budget_waiters. A QP with nothing in flight may always send.
+bool budget_allows(Core& c, Qp& qp, uint32_t in_flight, uint32_t n) {
+  if (in_flight == 0 || c.inflight - qp.req.counted_inflight + in_flight + n <= kDeviceWindow)
+    return true;
+  if (!qp.req.budget_wait) {
+    qp.req.budget_wait = true;
+    c.budget_waiters.push_back(&qp);
+  }
+  return false;
+}
+
 void requester_progress(Core& c, Qp& qp) {
   RequesterState& r = qp.req;
+  c.recount_inflight(qp);  // acknowledgements or a Go-Back-N may have moved una / next_psn
   if (!qp.sending() || r.rnr_deadline != 0) return;
   uint32_t mtu = qp.mtu();
   while (r.cursor < qp.sq.size()) {
     SendWqe& w = qp.sq[r.cursor];
     if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
     uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
-    if (in_flight >= kSendWindow) break;
+    if (in_flight >= kSendWindow || !budget_allows(c, qp, in_flight, 1)) break;
     if (!w.started) {
       if (w.local_status != WcStatus::kSuccess) break;  // waits for the completer
       if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) break;  // 10.8.3.3
@@ -272,6 +287,7 @@ void requester_progress(Core& c, Qp& qp) {
       if (n > kReadChunkPackets) n = kReadChunkPackets;
       if (w.read_req_end > r.cursor_pkt) n = w.read_req_end - r.cursor_pkt;
       if (in_flight != 0 && in_flight + n > kSendWindow) break;
+      if (!budget_allows(c, qp, in_flight, n)) break;
       send_read_request(c, qp, w, r.cursor_pkt, n);
       r.cursor_pkt += n;
       r.next_psn = psn_add(w.first_psn, r.cursor_pkt);
@@ -280,7 +296,10 @@ void requester_progress(Core& c, Qp& qp) {
       r.cursor_pkt = 1;
       r.next_psn = psn_add(w.first_psn, 1);
     } else {
-      if (!send_data_packet(c, qp, w, r.cursor_pkt)) {
+      const bool stop_after =
+          in_flight + 1 >= kSendWindow ||
+          c.inflight - r.counted_inflight + in_flight + 2 > kDeviceWindow;
+      if (!send_data_packet(c, qp, w, r.cursor_pkt, stop_after)) {
         completer_check_front(c, qp);
         break;
       }
@@ -291,7 +310,9 @@ void requester_progress(Core& c, Qp& qp) {
       ++r.cursor;
       r.cursor_pkt = 0;
     }
+    c.recount_inflight(qp);
   }
+  c.recount_inflight(qp);
   if (qp.state() == QpState::kSqd && qp.sq_drain_notify) {
     bool drained = r.una == r.next_new_psn &&
                    (r.cursor >= qp.sq.size() || !qp.sq[r.cursor].started);

@@ -13,6 +13,11 @@ namespace vrnic::engine {
 inline constexpr uint32_t kSendWindow = 64;
 // AckReq is set on the last packet of every message and on every kAckReqInterval-th packet.
 inline constexpr uint32_t kAckReqInterval = 16;
+// Packets in flight on the whole device (RC requesters). With many QPs, 64 each would put
+// far more on the wire than a peer's socket buffer holds (256 QPs x 64 x 4 KiB = 64 MiB):
+// the excess is dropped and recovered only by the ACK timer. Each QP keeps at least one
+// packet in flight, so none starves; the rest share this budget.
+inline constexpr uint32_t kDeviceWindow = 1024;
 // A READ longer than this many response packets is requested in pieces of this size, one
 // piece outstanding at a time, so one READ never floods the requester's receive buffer.
 inline constexpr uint32_t kReadChunkPackets = kSendWindow;
