@@ -44,6 +44,39 @@ def vrnic_perftest(bindir, tool, size, iters):
     return {"lat_us": float(rows[-1][4])} if rows else None  # t_typical (median), one-way
 
 
+def vrnic_qps_bw(bindir, qps, size=65536, seconds=4):
+    """ib_write_bw over `qps` QPs for a fixed time: aggregate bytes/s."""
+    vr = os.path.join(bindir, "vrnic")
+    args = ["ib_write_bw", "-q", str(qps), "-s", str(size), "-D", str(seconds)]
+    out, _ = pair([vr, "run", "--", *args], [vr, "run", "--", *args, "127.0.0.1"])
+    rows = BW_ROW.findall(out or "")
+    return {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB} if rows else None
+
+
+def idle_cost(bindir, pairs=128, seconds=10):
+    """CPU share and resident memory of a process idling with `pairs` connected QP pairs
+    (2 x pairs QPs), read from /proc while it sleeps."""
+    vr = os.path.join(bindir, "vrnic")
+    prog = os.path.join(bindir, "vrnic_idle_qps")
+    p = subprocess.Popen([vr, "run", "--", prog, str(pairs), str(seconds + 5)],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        if "ready" not in (p.stdout.readline() or ""):
+            return None
+        pid = int(subprocess.run(["pgrep", "-n", "-f", prog], capture_output=True, text=True).stdout)
+        ticks = lambda: sum(int(x) for x in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[11:13])
+        time.sleep(1)
+        t0, w0 = ticks(), time.monotonic()
+        time.sleep(seconds)
+        t1, w1 = ticks(), time.monotonic()
+        rss_kb = int(re.search(r"VmRSS:\s+(\d+)", open(f"/proc/{pid}/status").read()).group(1))
+        hz = os.sysconf("SC_CLK_TCK")
+        return {"cpu_pct": 100.0 * (t1 - t0) / hz / (w1 - w0), "rss_MiB": rss_kb / 1024, "qps": 2 * pairs}
+    finally:
+        p.kill()
+        p.wait()
+
+
 def qperf(test, size, seconds):
     srv = subprocess.Popen(["qperf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.3)
@@ -65,8 +98,10 @@ def qperf(test, size, seconds):
 
 def ucx(test, size, iters):
     env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+    # am_lat is a UCT-level test: it names its transport and device itself.
+    uct = ["-d", "lo", "-x", "tcp"] if test.startswith("am_") else []
     out, _ = pair(["ucx_perftest"], ["ucx_perftest", "127.0.0.1", "-t", test, "-s", str(size),
-                                     "-n", str(iters)], env=env, settle=1.0)
+                                     "-n", str(iters), *uct], env=env, settle=1.0)
     if not out:
         return None
     m = re.search(r"^Final:\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
@@ -113,6 +148,11 @@ def main():
         add("lat", "ucx tcp tag_lat", max(size, 8), ucx("tag_lat", max(size, 8), 20000), "lat_us")
         add("lat", "ucx tcp am_lat", max(size, 8), ucx("am_lat", max(size, 8), 20000), "lat_us")
     add("lat", "vrnic ib_atomic_lat", 8, vrnic_perftest(bindir, "ib_atomic_lat", 8, 5000), "lat_us")
+    q1 = add("scale", "vrnic ib_write_bw -q 1", 65536, vrnic_qps_bw(bindir, 1), "bw_Bps")
+    q256 = add("scale", "vrnic ib_write_bw -q 256", 65536, vrnic_qps_bw(bindir, 256), "bw_Bps")
+    idle = idle_cost(bindir)
+    add("idle", "vrnic idle, 256 QPs", 0, idle, "cpu_pct")
+    add("idle", "vrnic idle, 256 QPs", 0, idle, "rss_MiB")
     if a.sweep:
         vr = os.path.join(bindir, "vrnic")
         t0 = time.monotonic()
@@ -136,12 +176,19 @@ def main():
          get("qperf tcp_lat", 2, "lat_us"), "<=", 1.0),
         ("ib_write_bw 64B rate / ucx tcp tag_bw 64B rate", get("vrnic ib_write_bw", 64, "msg_rate"),
          get("ucx tcp tag_bw", 64, "msg_rate"), ">=", 3.0),
+        ("ib_write_bw 64KiB -q 256 / -q 1", get("vrnic ib_write_bw -q 256", 65536, "bw_Bps"),
+         get("vrnic ib_write_bw -q 1", 65536, "bw_Bps"), ">=", 0.8),
+        # Absolute targets: the "peer" column holds the limit, so the ratio must be < 1.
+        ("idle 256 QPs CPU % / 1 %", get("vrnic idle, 256 QPs", 0, "cpu_pct"), 1.0, "<", 1.0),
+        ("idle 256 QPs RSS MiB / 64 MiB", get("vrnic idle, 256 QPs", 0, "rss_MiB"), 64.0, "<", 1.0),
     ]
     print("\n| figure | vrnic | peer | ratio | target | met |\n|---|---|---|---|---|---|")
     summary = []
     for name, v, p, op, goal in targets:
         ratio = v / p if v and p else None
-        met = ratio is not None and (ratio >= goal if op == ">=" else ratio <= goal)
+        if v == 0 and p:  # an idle CPU share of 0 meets its limit
+            ratio = 0.0
+        met = ratio is not None and {">=": ratio >= goal, "<=": ratio <= goal, "<": ratio < goal}[op]
         summary.append({"figure": name, "vrnic": v, "peer": p, "ratio": ratio, "target": f"{op} {goal}", "met": met})
         fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
         print(f"| {name} | {fmt(v)} | {fmt(p)} | {fmt(ratio)} | {op} {goal} | {'yes' if met else 'no'} |")
