@@ -50,6 +50,11 @@ class Core {
   std::vector<Qp*> budget_waiters;
 
   uint64_t now() const { return clock.now_ns(); }
+  // A lower bound of every armed QP timer: each arming lowers it, on_timer recomputes it.
+  uint64_t timer_hint = UINT64_MAX;
+  void note_deadline(uint64_t t) {
+    if (t < timer_hint) timer_hint = t;
+  }
 
   // Writes a CQE (timestamped) and raises the CQ event when armed.
   void complete(Cq* cq, WorkCompletion wc, bool solicited = false);

@@ -444,19 +444,19 @@ void Device::receive(std::span<const WirePacket> batch) {
   impl_->finish();
 }
 
-uint64_t Device::next_timer_ns() const {
-  uint64_t t = UINT64_MAX;
-  for (auto& [qpn, qp] : impl_->qps) {
-    if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);
-    if (qp->req.rnr_deadline != 0) t = std::min(t, qp->req.rnr_deadline);
-  }
-  return t;
-}
+uint64_t Device::next_timer_ns() const { return impl_->core.timer_hint; }
 
 void Device::on_timer() {
   Impl& d = *impl_;
   for (auto& [qpn, qp] : d.qps) completer_on_timer(d.core, *qp);
   d.finish();
+  // The exact next deadline, now that the due timers have run (and re-armed).
+  uint64_t t = UINT64_MAX;
+  for (auto& [qpn, qp] : d.qps) {
+    if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);
+    if (qp->req.rnr_deadline != 0) t = std::min(t, qp->req.rnr_deadline);
+  }
+  d.core.timer_hint = t;
 }
 
 bool Device::has_pending_tx() const {

@@ -117,7 +117,9 @@ class Device {
   // Packets from the transport (ICRC not yet checked: the engine checks it and counts).
   void receive(std::span<const WirePacket> batch);
 
-  // Time: the earliest instant (Clock ns) at which on_timer must run, or UINT64_MAX.
+  // Time: the instant (Clock ns) at which on_timer must run next, or UINT64_MAX. It may be
+  // early (a timer armed since the last on_timer and re-armed later since): on_timer then
+  // finds nothing due and recomputes it exactly. O(1): no scan of the QPs per call.
   uint64_t next_timer_ns() const;
   void on_timer();
 

@@ -87,7 +87,10 @@ void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span) {
   if (psn_diff(end, r.high_psn) > 0) r.high_psn = end;
   // A packet is now outstanding: arm the local ACK timer unless it runs already.
   uint64_t t = ack_timeout_ns(qp.attr.timeout);
-  if (t != 0 && r.ack_deadline == 0) r.ack_deadline = c.now() + t;
+  if (t != 0 && r.ack_deadline == 0) {
+    r.ack_deadline = c.now() + t;
+    c.note_deadline(r.ack_deadline);
+  }
 }
 
 // Sends packet k of a SEND / WRITE WQE. stop_after: the window or the device budget will
@@ -213,7 +216,10 @@ void requester_arm_timer(Core& c, Qp& qp, bool restart) {
     r.ack_deadline = 0;
     return;
   }
-  if (restart || r.ack_deadline == 0) r.ack_deadline = c.now() + t;
+  if (restart || r.ack_deadline == 0) {
+    r.ack_deadline = c.now() + t;
+    c.note_deadline(r.ack_deadline);
+  }
 }
 
 void requester_go_back(Core& c, Qp& qp, uint32_t psn) {
