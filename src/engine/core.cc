@@ -108,7 +108,7 @@ void Core::mark_tx_ready(Qp& qp) {
   tx_ready.push_back(&qp);
 }
 
-bool Core::gather(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset, uint8_t* dst,
+bool Core::gather(const Pd* pd, const SgeList& sges, uint64_t offset, uint8_t* dst,
                   uint64_t len) {
   size_t i = 0;
   while (i < sges.size() && offset >= sges[i].length) offset -= sges[i++].length;
@@ -128,7 +128,7 @@ bool Core::gather(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset, u
   return true;
 }
 
-bool Core::scatter(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset,
+bool Core::scatter(const Pd* pd, const SgeList& sges, uint64_t offset,
                    const uint8_t* src, uint64_t len) {
   size_t i = 0;
   while (i < sges.size() && offset >= sges[i].length) offset -= sges[i++].length;

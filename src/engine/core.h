@@ -74,10 +74,10 @@ class Core {
 
   // Gathers len bytes at byte offset `offset` of a WQE's SGE list into dst (local read);
   // false on a memory check failure.
-  bool gather(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset, uint8_t* dst,
+  bool gather(const Pd* pd, const SgeList& sges, uint64_t offset, uint8_t* dst,
               uint64_t len);
   // Scatters src into the SGE list at byte offset `offset` (local write access required).
-  bool scatter(const Pd* pd, const std::vector<Sge>& sges, uint64_t offset,
+  bool scatter(const Pd* pd, const SgeList& sges, uint64_t offset,
                const uint8_t* src, uint64_t len);
 };
 

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "engine/ack_queue.h"
+#include "engine/ring.h"
+#include "engine/small_vec.h"
 #include "engine/types.h"
 #include "wire/icrc.h"
 
@@ -13,6 +15,9 @@ namespace vrnic::engine {
 
 class Cq;
 class Pd;
+
+// The SGE list of a WQE: up to 4 entries without an allocation.
+using SgeList = SmallVec<Sge, 4>;
 
 // A send WQE as the requester keeps it from post_send until it retires.
 struct SendWqe {
@@ -25,8 +30,8 @@ struct SendWqe {
   uint32_t rkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
-  std::vector<Sge> sges;
-  std::vector<uint8_t> inline_data;  // copied at post time when kSendInline
+  SgeList sges;
+  SmallVec<uint8_t, 64> inline_data;  // copied at post time when kSendInline
   uint32_t length = 0;               // message length in bytes (8 for atomics)
   bool signaled = false;
 
@@ -49,7 +54,7 @@ struct SendWqe {
 
 struct RecvWqe {
   uint64_t wr_id = 0;
-  std::vector<Sge> sges;
+  SgeList sges;
   uint64_t length = 0;
 };
 
@@ -106,8 +111,8 @@ class Qp {
   uint16_t src_port = 0;
   wire::IpUdpInfo ip;  // addresses and ports of the connection (set at RTR)
 
-  std::deque<SendWqe> sq;
-  std::deque<RecvWqe> rq;
+  Ring<SendWqe> sq;
+  Ring<RecvWqe> rq;
   RequesterState req;
   ResponderState resp;
 
