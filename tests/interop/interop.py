@@ -62,6 +62,8 @@ def cases():
         c["pcap_" + tool] = dict(perftest(tool, ["-n", "200"]), pcap=True)
     c["ib_atomic_bw_cas"] = perftest("ib_atomic_bw", ["-A", "CMP_AND_SWAP"])
     c["ib_atomic_lat_cas"] = perftest("ib_atomic_lat", ["-A", "CMP_AND_SWAP"])
+    # 256 QPs between two processes, 200 x 64 KiB each (the device window at work).
+    c["ib_write_bw_q256"] = perftest("ib_write_bw", ["-q", "256", "-n", "200"])
     return c
 
 
