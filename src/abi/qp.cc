@@ -106,6 +106,7 @@ VRNIC_EXPORT int ibv_destroy_qp(ibv_qp* ibv) {
   pthread_mutex_unlock(&ibv->mutex);
   pthread_mutex_destroy(&ibv->mutex);
   pthread_cond_destroy(&ibv->cond);
+  free_qp_ex(qp);
   delete qp;
   return 0;
 }

@@ -62,7 +62,18 @@ def cases():
         c["pcap_" + tool] = dict(perftest(tool, ["-n", "200"]), pcap=True)
     c["ib_atomic_bw_cas"] = perftest("ib_atomic_bw", ["-A", "CMP_AND_SWAP"])
     c["ib_atomic_lat_cas"] = perftest("ib_atomic_lat", ["-A", "CMP_AND_SWAP"])
+    ext_cases(c)
     return c
+
+
+def ext_cases(c):
+    """Extended verbs: the ibv_wr_* post-send API (-N), ibv_create_cq_ex with completion
+    timestamps (-t), and perftest's selective signalling (--cq-mod). perftest 4.5 uses its
+    ibv_wr_* path only on devices it recognises as mlx5 / EFA, so it has no case here."""
+    c["rc_pingpong_new_send"] = pingpong(["-N"])
+    c["rc_pingpong_ts"] = pingpong(["-t"])
+    c["rc_pingpong_new_send_ts"] = pingpong(["-N", "-t"])
+    c["ib_send_bw_cq_mod16"] = perftest("ib_send_bw", ["--cq-mod=16"])
 
 
 def resolve(argv, bindir):
