@@ -83,12 +83,16 @@ uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) {
 }  // namespace
 
 ibv_cq_ex* vrnic::abi::op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
-  // rdma-core's inline ibv_create_cq_ex already refused comp_mask bits it does not know.
+  // The errnos of mlx5: EINVAL for a comp_mask or creation flag it does not take,
+  // EOPNOTSUPP for a completion field it cannot report.
+  if (attr->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) {
+    return fail_null<ibv_cq_ex>(EINVAL);
+  }
   if (attr->wc_flags & ~kSupportedWcFlags) return fail_null<ibv_cq_ex>(EOPNOTSUPP);
   bool single_threaded = false;
   if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) {
     if (attr->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
-      return fail_null<ibv_cq_ex>(EOPNOTSUPP);  // IGNORE_OVERRUN: overruns are reported
+      return fail_null<ibv_cq_ex>(EINVAL);  // IGNORE_OVERRUN: overruns are always reported
     }
     single_threaded = attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
   }
