@@ -25,7 +25,9 @@ class Async : public VerbsTest {
     ASSERT_NE(mr_, nullptr);
   }
   void TearDown() override {
-    if (mr_) EXPECT_EQ(ibv_dereg_mr(mr_), 0);
+    if (mr_) {
+      EXPECT_EQ(ibv_dereg_mr(mr_), 0);
+    }
     VerbsTest::TearDown();
   }
 

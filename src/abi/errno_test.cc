@@ -25,7 +25,9 @@ class Errno : public VerbsTest {
     ASSERT_EQ(ibv_query_device(ctx_, &dev_), 0);
   }
   void TearDown() override {
-    if (cq_) EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+    if (cq_) {
+      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+    }
     VerbsTest::TearDown();
   }
 

@@ -499,11 +499,21 @@ class WrBatch : public Ext {
     ASSERT_NE(x_, nullptr);
   }
   void TearDown() override {
-    if (qa_) EXPECT_EQ(ibv_destroy_qp(qa_), 0);
-    if (qb_) EXPECT_EQ(ibv_destroy_qp(qb_), 0);
-    if (cq_) EXPECT_EQ(ibv_destroy_cq(cq_), 0);
-    if (ma_) EXPECT_EQ(ibv_dereg_mr(ma_), 0);
-    if (mb_) EXPECT_EQ(ibv_dereg_mr(mb_), 0);
+    if (qa_) {
+      EXPECT_EQ(ibv_destroy_qp(qa_), 0);
+    }
+    if (qb_) {
+      EXPECT_EQ(ibv_destroy_qp(qb_), 0);
+    }
+    if (cq_) {
+      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+    }
+    if (ma_) {
+      EXPECT_EQ(ibv_dereg_mr(ma_), 0);
+    }
+    if (mb_) {
+      EXPECT_EQ(ibv_dereg_mr(mb_), 0);
+    }
     Ext::TearDown();
   }
 
