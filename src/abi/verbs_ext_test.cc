@@ -448,6 +448,7 @@ TEST_F(Ext, create_qp_ex__wr_ops_as_requested_and_errors) {
     uint64_t send_ops;
     uint32_t create_flags;
     int err;
+    ibv_qp_type type = IBV_QPT_RC;
   } cases[] = {
       {"TSO on RC", IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, IBV_QP_EX_WITH_TSO, 0,
        EOPNOTSUPP},
@@ -457,18 +458,26 @@ TEST_F(Ext, create_qp_ex__wr_ops_as_requested_and_errors) {
        IBV_QP_CREATE_SCATTER_FCS, EOPNOTSUPP},
       {"xrcd", IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD, 0, 0, EOPNOTSUPP},
       {"no PD", IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, IBV_QP_EX_WITH_SEND, 0, EINVAL},
+      {"UD with RDMA write", IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+       IBV_QP_EX_WITH_RDMA_WRITE, 0, EOPNOTSUPP, IBV_QPT_UD},
+      {"UC with RDMA read", IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+       IBV_QP_EX_WITH_RDMA_READ, 0, EOPNOTSUPP, IBV_QPT_UC},
+      {"UC with atomics", IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, 0, EOPNOTSUPP, IBV_QPT_UC},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     init.comp_mask = c.comp_mask;
     init.send_ops_flags = c.send_ops;
     init.create_flags = c.create_flags;
+    init.qp_type = c.type;
     errno = 0;
     EXPECT_EQ(ibv_create_qp_ex(ctx_, &init), nullptr);
     EXPECT_EQ(errno, c.err);
   }
   // comp_mask == PD only: rdma-core's wrapper makes a classic QP, with no ibv_qp_ex view.
   init.comp_mask = IBV_QP_INIT_ATTR_PD;
+  init.qp_type = IBV_QPT_RC;
   qp = ibv_create_qp_ex(ctx_, &init);
   ASSERT_NE(qp, nullptr);
   EXPECT_EQ(ibv_qp_to_qp_ex(qp), nullptr);

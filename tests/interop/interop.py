@@ -73,6 +73,8 @@ def ext_cases(c):
     c["rc_pingpong_new_send"] = pingpong(["-N"])
     c["rc_pingpong_ts"] = pingpong(["-t"])
     c["rc_pingpong_new_send_ts"] = pingpong(["-N", "-t"])
+    # 64 B fits max_inline_data: rc_pingpong then puts IBV_SEND_INLINE in wr_flags.
+    c["rc_pingpong_new_send_64"] = pingpong(["-N", "-s", "64"])
     c["ib_send_bw_cq_mod16"] = perftest("ib_send_bw", ["--cq-mod=16"])
 
 
