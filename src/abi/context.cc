@@ -33,7 +33,10 @@ void fill_ops(Context* c) {
   // alloc_mw / bind_mw / dealloc_mw stay null: the inline wrappers then fail with EOPNOTSUPP.
   c->vctx.query_port = op_query_port;
   c->vctx.query_device_ex = op_query_device_ex;
-  // create_cq_ex, create_qp_ex, open_xrcd, create_flow... stay null for the same reason.
+  c->vctx.create_qp_ex = op_create_qp_ex;
+  c->vctx.create_cq_ex = op_create_cq_ex;
+  c->vctx.query_rt_values = op_query_rt_values;
+  // open_xrcd, create_flow, modify_cq... stay null for the same reason.
 }
 
 ibv_async_event make_event(const engine::AsyncEvent& ev) {

@@ -1,4 +1,9 @@
 // Protection domains and memory registration (every ibv_reg_mr variant of rdma-core v44).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <new>
 
 #include "abi/convert.h"
@@ -38,10 +43,31 @@ VRNIC_EXPORT int ibv_dealloc_pd(ibv_pd* ibv) {
 
 namespace {
 
+// Whether every page of [addr, addr+length) is mapped in this process (mincore fails with
+// ENOMEM on a hole). The kernel pins the pages of a non-ODP MR at registration and fails with
+// EFAULT on a hole; vrnic reads the memory later, so it checks the same thing now.
+bool range_mapped(const void* addr, size_t length) {
+  static const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  uintptr_t start = reinterpret_cast<uintptr_t>(addr) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(addr) + length;
+  if (end < start) return false;
+  constexpr size_t kChunkPages = 4096;
+  unsigned char vec[kChunkPages];
+  while (start < end) {
+    const size_t len = std::min<uintptr_t>(end - start, kChunkPages * page);
+    if (mincore(reinterpret_cast<void*>(start), len, vec) != 0) return false;
+    start += len;
+  }
+  return true;
+}
+
 ibv_mr* register_mr(ibv_pd* ibv_pd, void* addr, size_t length, uint64_t iova,
                     unsigned int access) {
   uint32_t engine_access = 0;
   if (int err = to_engine_access(access, engine_access)) return fail_null<ibv_mr>(err);
+  if (length && !(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
+    return fail_null<ibv_mr>(EFAULT);
+  }
   auto* mr = new (std::nothrow) Mr{};
   if (!mr) return fail_null<ibv_mr>(ENOMEM);
   vrnic::engine::MrInfo info;

@@ -58,6 +58,9 @@ struct Cq {
   engine::Cq* cq = nullptr;
   uint32_t comp_events_delivered = 0;   // ibv_get_cq_event returns; guarded by ibv.mutex
   uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
+  engine::WorkCompletion polled{};  // the CQE ibv_start_poll / ibv_next_poll stands on
+  std::mutex poll_mu;  // ibv_create_cq_ex CQs: held from ibv_start_poll to ibv_end_poll
+  bool poll_locks = false;  // false with IBV_CREATE_CQ_ATTR_SINGLE_THREADED
 };
 
 // ibv_qp_ex starts with the ibv_qp (qp_base): ibv_qp_to_qp_ex returns &ex of the same object.
@@ -68,6 +71,7 @@ struct Qp {
   };
   engine::Qp* qp = nullptr;
   uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
+  struct WrBuilder* wr = nullptr;  // ibv_create_qp_ex QPs: the ibv_wr_* state (qp_ex.cc)
 };
 
 struct Ah {

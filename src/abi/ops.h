@@ -20,6 +20,13 @@ int op_query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr, s
 int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
                        ibv_device_attr_ex* attr, size_t attr_size);
 
+// The extended verbs (qp_ex.cc, cq_ex.cc).
+struct Qp;
+ibv_qp* op_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
+void free_qp_ex(Qp* qp);  // ibv_destroy_qp: the ibv_wr_* state, if any
+ibv_cq_ex* op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
+int op_query_rt_values(ibv_context* context, ibv_values_ex* values);
+
 // Called by the live NIC with its lock held (see live::LiveNicCallbacks).
 void on_cq_event(engine::Cq* cq, void* cq_user_context);
 void on_async_event(const engine::AsyncEvent& ev);

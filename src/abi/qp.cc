@@ -61,6 +61,10 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
 }
 
 VRNIC_EXPORT int ibv_modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int attr_mask) {
+  // One GID (index 0): a source GID index past it is EINVAL, as the kernel's GID cache says.
+  if ((attr_mask & IBV_QP_AV) && attr->ah_attr.is_global && attr->ah_attr.grh.sgid_index != 0) {
+    return EINVAL;
+  }
   vrnic::engine::QpAttr a;
   if (int err = to_engine_qp_attr(*attr, attr_mask, a)) return err;
   Qp* qp = to_qp(ibv);
@@ -106,6 +110,7 @@ VRNIC_EXPORT int ibv_destroy_qp(ibv_qp* ibv) {
   pthread_mutex_unlock(&ibv->mutex);
   pthread_mutex_destroy(&ibv->mutex);
   pthread_cond_destroy(&ibv->cond);
+  free_qp_ex(qp);
   delete qp;
   return 0;
 }

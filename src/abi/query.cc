@@ -108,6 +108,10 @@ int vrnic::abi::op_query_device_ex(ibv_context* context, const ibv_query_device_
   std::memset(&ex, 0, sizeof(ex));
   fill_device_attr(context, ex.orig_attr);
   ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
+  // Completion timestamps are CLOCK_MONOTONIC ns (cq_ex.cc): a 1 GHz clock, 64 bits wide.
+  ex.hca_core_clock = 1000000;  // kHz
+  ex.completion_timestamp_mask = ~uint64_t(0);
+  ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
   std::memset(attr, 0, attr_size);
   std::memcpy(attr, &ex, std::min(attr_size, sizeof(ex)));
   return 0;

@@ -34,9 +34,6 @@ VRNIC_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int,
   return fail_null<ibv_mr>(EOPNOTSUPP);
 }
 
-// Resizing a CQ.
-VRNIC_EXPORT int ibv_resize_cq(ibv_cq*, int) { return EOPNOTSUPP; }
-
 // Sharing objects between processes through a kernel command fd: there is no kernel object.
 VRNIC_EXPORT ibv_context* ibv_import_device(int) { return fail_null<ibv_context>(EOPNOTSUPP); }
 VRNIC_EXPORT ibv_pd* ibv_import_pd(ibv_context*, uint32_t) { return fail_null<ibv_pd>(EOPNOTSUPP); }
@@ -50,6 +47,3 @@ VRNIC_EXPORT void ibv_unimport_dm(ibv_dm*) {}
 // Enhanced connection establishment (a vendor extension).
 VRNIC_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
 VRNIC_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
-
-// The ibv_wr_* send API needs QPs made by ibv_create_qp_ex, which fails with EOPNOTSUPP.
-VRNIC_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp*) { return fail_null<ibv_qp_ex>(EOPNOTSUPP); }

@@ -1,6 +1,8 @@
 // Completion queue ring and notification arming.
 #include "engine/cq.h"
 
+#include <utility>
+
 namespace vrnic::engine {
 
 Cq::Cq(uint32_t depth, void* user_context)
@@ -21,6 +23,15 @@ int Cq::poll(WorkCompletion* out, int n) {
     --count_;
   }
   return got;
+}
+
+bool Cq::resize(uint32_t depth) {
+  if (depth == 0 || depth < count_) return false;
+  std::vector<WorkCompletion> ring(depth);
+  for (uint32_t i = 0; i < count_; ++i) ring[i] = ring_[(head_ + i) % ring_.size()];
+  ring_ = std::move(ring);
+  head_ = 0;
+  return true;
 }
 
 void Cq::arm(bool solicited_only) {

@@ -19,6 +19,9 @@ class Cq {
   // the device reports as an async CQ error (IBA 11.4.2.1).
   bool push(const WorkCompletion& wc);
   int poll(WorkCompletion* out, int n);
+  // A new ring of `depth` entries holding the unpolled CQEs in order; false (nothing
+  // changed) if depth is smaller than count().
+  bool resize(uint32_t depth);
 
   void arm(bool solicited_only);
   // After a push: whether this CQE fires the armed notification (and disarms). Error

@@ -148,6 +148,12 @@ Errno Device::req_notify_cq(Cq* cq, bool solicited_only) {
   return 0;
 }
 
+Errno Device::resize_cq(Cq* cq, uint32_t& cqe) {
+  if (!impl_->has_cq(cq)) return EINVAL;
+  if (cqe == 0 || cqe > impl_->core.config.limits.max_cqe) return EINVAL;
+  return cq->resize(cqe) ? 0 : EINVAL;
+}
+
 // --- QP -------------------------------------------------------------------------------------
 
 Qp* Device::create_qp(QpInitAttr& init, Errno& err) {

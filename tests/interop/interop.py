@@ -64,7 +64,20 @@ def cases():
     c["ib_atomic_lat_cas"] = perftest("ib_atomic_lat", ["-A", "CMP_AND_SWAP"])
     # 256 QPs between two processes, 200 x 64 KiB each (the device window at work).
     c["ib_write_bw_q256"] = perftest("ib_write_bw", ["-q", "256", "-n", "200"])
+    ext_cases(c)
     return c
+
+
+def ext_cases(c):
+    """Extended verbs: the ibv_wr_* post-send API (-N), ibv_create_cq_ex with completion
+    timestamps (-t), and perftest's selective signalling (--cq-mod). perftest 4.5 uses its
+    ibv_wr_* path only on devices it recognises as mlx5 / EFA, so it has no case here."""
+    c["rc_pingpong_new_send"] = pingpong(["-N"])
+    c["rc_pingpong_ts"] = pingpong(["-t"])
+    c["rc_pingpong_new_send_ts"] = pingpong(["-N", "-t"])
+    # 64 B fits max_inline_data: rc_pingpong then puts IBV_SEND_INLINE in wr_flags.
+    c["rc_pingpong_new_send_64"] = pingpong(["-N", "-s", "64"])
+    c["ib_send_bw_cq_mod16"] = perftest("ib_send_bw", ["--cq-mod=16"])
 
 
 def resolve(argv, bindir):

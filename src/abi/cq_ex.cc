@@ -1,0 +1,156 @@
+// ibv_create_cq_ex with the ibv_start_poll / ibv_next_poll / ibv_end_poll API and the
+// ibv_wc_read_* callbacks, completion timestamps (ibv_query_rt_values_ex), ibv_resize_cq.
+// An extended CQ is an ordinary vrnic CQ (ibv_poll_cq and the completion channel work on it
+// too); the polling API moves one CQE at a time into Cq::polled, where the callbacks read it.
+#include <time.h>
+
+#include <cstddef>
+#include <cstring>
+#include <new>
+
+#include "abi/objects.h"
+#include "abi/ops.h"
+#include "live/live_nic.h"
+
+using namespace vrnic::abi;
+using vrnic::engine::Device;
+
+namespace {
+
+// The device clock: CLOCK_MONOTONIC in ns (the live NIC's engine::Clock), so a completion
+// timestamp is in ns and hca_core_clock is 1 GHz (query.cc reports it).
+constexpr uint64_t kStandardWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+                                      IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+                                      IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+                                      IBV_WC_EX_WITH_DLID_PATH_BITS;
+constexpr uint64_t kSupportedWcFlags = kStandardWcFlags | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+                                       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts;
+  clock_gettime(id, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+Cq* cq_of(ibv_cq_ex* c) { return to_cq(c); }
+const vrnic::engine::WorkCompletion& cur(ibv_cq_ex* c) { return to_cq(c)->polled; }
+
+// Moves the next CQE into polled: 0, or ENOENT if the CQ is empty.
+int fetch(ibv_cq_ex* c) {
+  Cq* cq = cq_of(c);
+  const int got = to_context(c->context)->nic->poll_cq(cq->cq, &cq->polled, 1);
+  if (got != 1) return ENOENT;
+  c->status = ibv_wc_status(cq->polled.status);
+  c->wr_id = cq->polled.wr_id;
+  return 0;
+}
+
+int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) {
+  if (attr && attr->comp_mask) return EINVAL;
+  Cq* cq = cq_of(c);
+  if (cq->poll_locks) cq->poll_mu.lock();
+  const int err = fetch(c);
+  // Empty: the program must not call ibv_end_poll, so release here.
+  if (err && cq->poll_locks) cq->poll_mu.unlock();
+  return err;
+}
+
+int next_poll(ibv_cq_ex* c) { return fetch(c); }
+
+void end_poll(ibv_cq_ex* c) {
+  Cq* cq = cq_of(c);
+  if (cq->poll_locks) cq->poll_mu.unlock();
+}
+
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return ibv_wc_opcode(cur(c).opcode); }
+uint32_t read_vendor_err(ibv_cq_ex* c) { return cur(c).vendor_err; }
+uint32_t read_byte_len(ibv_cq_ex* c) { return cur(c).byte_len; }
+__be32 read_imm_data(ibv_cq_ex* c) { return cur(c).imm_data; }  // or the invalidated rkey
+uint32_t read_qp_num(ibv_cq_ex* c) { return cur(c).qp_num; }
+uint32_t read_src_qp(ibv_cq_ex* c) { return cur(c).src_qp; }
+unsigned int read_wc_flags(ibv_cq_ex* c) { return cur(c).wc_flags; }
+uint32_t read_slid(ibv_cq_ex* c) { return cur(c).slid; }
+uint8_t read_sl(ibv_cq_ex* c) { return cur(c).sl; }
+uint8_t read_dlid_path_bits(ibv_cq_ex* c) { return cur(c).dlid_path_bits; }
+uint64_t read_completion_ts(ibv_cq_ex* c) { return cur(c).completion_ts_ns; }
+// The device clock is CLOCK_MONOTONIC: shift by the current REALTIME - MONOTONIC offset.
+uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) {
+  const uint64_t mono = clock_ns(CLOCK_MONOTONIC);
+  const uint64_t real = clock_ns(CLOCK_REALTIME);
+  return cur(c).completion_ts_ns + (real - mono);
+}
+
+}  // namespace
+
+ibv_cq_ex* vrnic::abi::op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
+  // The errnos of mlx5: EINVAL for a comp_mask or creation flag it does not take,
+  // EOPNOTSUPP for a completion field it cannot report.
+  if (attr->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) {
+    return fail_null<ibv_cq_ex>(EINVAL);
+  }
+  if (attr->wc_flags & ~kSupportedWcFlags) return fail_null<ibv_cq_ex>(EOPNOTSUPP);
+  bool single_threaded = false;
+  if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) {
+    if (attr->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
+      return fail_null<ibv_cq_ex>(EINVAL);  // IGNORE_OVERRUN: overruns are always reported
+    }
+    single_threaded = attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+  }
+  // No parent domain can exist (ibv_alloc_parent_domain is unsupported).
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain) {
+    return fail_null<ibv_cq_ex>(EINVAL);
+  }
+  if (attr->cqe > uint32_t(INT32_MAX)) return fail_null<ibv_cq_ex>(EINVAL);
+  if (attr->comp_vector > uint32_t(INT32_MAX)) return fail_null<ibv_cq_ex>(EINVAL);
+  ibv_cq* ibv = ibv_create_cq(context, int(attr->cqe), attr->cq_context, attr->channel,
+                              int(attr->comp_vector));
+  if (!ibv) return nullptr;  // errno set by ibv_create_cq
+  Cq* cq = to_cq(ibv);
+  cq->poll_locks = !single_threaded;
+  ibv_cq_ex& ex = cq->ex;
+  std::memset(reinterpret_cast<char*>(&ex) + offsetof(ibv_cq_ex, comp_mask), 0,
+              sizeof(ibv_cq_ex) - offsetof(ibv_cq_ex, comp_mask));
+  ex.start_poll = start_poll;
+  ex.next_poll = next_poll;
+  ex.end_poll = end_poll;
+  ex.read_opcode = read_opcode;
+  ex.read_vendor_err = read_vendor_err;
+  ex.read_wc_flags = read_wc_flags;
+  const uint64_t f = attr->wc_flags;
+  if (f & IBV_WC_EX_WITH_BYTE_LEN) ex.read_byte_len = read_byte_len;
+  if (f & IBV_WC_EX_WITH_IMM) ex.read_imm_data = read_imm_data;
+  if (f & IBV_WC_EX_WITH_QP_NUM) ex.read_qp_num = read_qp_num;
+  if (f & IBV_WC_EX_WITH_SRC_QP) ex.read_src_qp = read_src_qp;
+  if (f & IBV_WC_EX_WITH_SLID) ex.read_slid = read_slid;
+  if (f & IBV_WC_EX_WITH_SL) ex.read_sl = read_sl;
+  if (f & IBV_WC_EX_WITH_DLID_PATH_BITS) ex.read_dlid_path_bits = read_dlid_path_bits;
+  if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) ex.read_completion_ts = read_completion_ts;
+  if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) {
+    ex.read_completion_wallclock_ns = read_completion_wallclock_ns;
+  }
+  return &ex;
+}
+
+// The raw device clock, in the units of completion timestamps (ns of CLOCK_MONOTONIC).
+int vrnic::abi::op_query_rt_values(ibv_context*, ibv_values_ex* values) {
+  if (values->comp_mask & ~uint32_t(IBV_VALUES_MASK_RAW_CLOCK)) return EINVAL;
+  if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+    clock_gettime(CLOCK_MONOTONIC, &values->raw_clock);
+  }
+  return 0;
+}
+
+VRNIC_EXPORT int ibv_resize_cq(ibv_cq* ibv, int cqe) {
+  if (cqe <= 0) return EINVAL;
+  Cq* cq = to_cq(ibv);
+  uint32_t depth = uint32_t(cqe);
+  const int err = to_context(ibv->context)->nic->locked([&](Device& d) {
+    if (depth > d.config().limits.max_cqe) return EINVAL;
+    return d.resize_cq(cq->cq, depth);
+  });
+  if (err) return err;
+  pthread_mutex_lock(&ibv->mutex);
+  ibv->cqe = int(depth);
+  pthread_mutex_unlock(&ibv->mutex);
+  return 0;
+}
