@@ -197,6 +197,13 @@ VRNIC_EXPORT int ibv_get_async_event(ibv_context* context, ibv_async_event* even
       pthread_mutex_unlock(&cq->ibv.mutex);
       break;
     }
+    case IBV_EVENT_SRQ_ERR: case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      Srq* srq = to_srq(event->element.srq);
+      pthread_mutex_lock(&srq->ibv.mutex);
+      ++srq->async_events_delivered;
+      pthread_mutex_unlock(&srq->ibv.mutex);
+      break;
+    }
     case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR: case IBV_EVENT_QP_ACCESS_ERR:
     case IBV_EVENT_COMM_EST: case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED: {
@@ -220,6 +227,14 @@ VRNIC_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
       ++cq->async_events_completed;
       pthread_cond_signal(&cq->cond);
       pthread_mutex_unlock(&cq->mutex);
+      break;
+    }
+    case IBV_EVENT_SRQ_ERR: case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = event->element.srq;
+      pthread_mutex_lock(&srq->mutex);
+      ++srq->events_completed;
+      pthread_cond_signal(&srq->cond);
+      pthread_mutex_unlock(&srq->mutex);
       break;
     }
     case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR: case IBV_EVENT_QP_ACCESS_ERR:

@@ -61,7 +61,7 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   a.max_ah = int(l.max_ah);
   a.max_srq = int(l.max_srq);
   a.max_srq_wr = int(l.max_srq_wr);
-  a.max_srq_sge = l.max_srq ? int(l.max_sge) : 0;
+  a.max_srq_sge = l.max_srq ? int(l.max_srq_sge) : 0;
   a.max_pkeys = 1;
   a.local_ca_ack_delay = 15;
   a.phys_port_cnt = 1;

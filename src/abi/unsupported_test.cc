@@ -13,12 +13,6 @@ TEST_F(Unsupported, exported_pointer_verbs__null_with_eopnotsupp) {
   errno = 0;
   EXPECT_EQ(ibv_create_ah(pd_, &ah), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  ibv_srq_init_attr srq{};
-  srq.attr.max_wr = 4;
-  srq.attr.max_sge = 1;
-  errno = 0;
-  EXPECT_EQ(ibv_create_srq(pd_, &srq), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
   errno = 0;
   EXPECT_EQ(ibv_reg_dmabuf_mr(pd_, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);

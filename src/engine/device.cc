@@ -14,6 +14,7 @@
 #include "engine/icrc_peers.h"
 #include "engine/requester.h"
 #include "engine/responder.h"
+#include "engine/srq.h"
 #include "wire/opcode.h"
 
 namespace vrnic::engine {
@@ -27,6 +28,7 @@ struct Device::Impl {
   std::vector<std::unique_ptr<Pd>> pds;
   std::vector<std::unique_ptr<Cq>> cqs;
   std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps;
+  std::vector<std::unique_ptr<Srq>> srqs;
   uint32_t next_pd_handle = 1;
   uint32_t next_qpn = 0x11;  // QPN 0 and 1 are the special QPs (IBA 10.2.5)
 
@@ -39,6 +41,9 @@ struct Device::Impl {
   }
   bool has_cq(const Cq* cq) const {
     return std::any_of(cqs.begin(), cqs.end(), [&](auto& c) { return c.get() == cq; });
+  }
+  bool has_srq(const Srq* srq) const {
+    return std::any_of(srqs.begin(), srqs.end(), [&](auto& s) { return s.get() == srq; });
   }
 
   // Sends what the engine call produced: coalesced ACKs, then requester packets.
@@ -150,11 +155,12 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
     err = EINVAL;
     return nullptr;
   }
-  if (init.srq != nullptr) {
-    err = EOPNOTSUPP;
+  if (init.srq != nullptr && !d.has_srq(init.srq)) {
+    err = EINVAL;
     return nullptr;
   }
   QpCap& cap = init.cap;
+  if (init.srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;  // ignored with an SRQ
   if (cap.max_send_wr > l.max_qp_wr || cap.max_recv_wr > l.max_qp_wr ||
       cap.max_send_sge > l.max_sge || cap.max_recv_sge > l.max_sge ||
       cap.max_inline_data > l.max_inline_data) {
@@ -178,7 +184,7 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   // Granted capabilities: at least what was asked for (inline data up to the device limit).
   if (cap.max_send_wr == 0) cap.max_send_wr = 1;
   if (cap.max_send_sge == 0) cap.max_send_sge = 1;
-  if (cap.max_recv_sge == 0) cap.max_recv_sge = 1;
+  if (cap.max_recv_sge == 0 && init.srq == nullptr) cap.max_recv_sge = 1;
   cap.max_inline_data = l.max_inline_data;
   qp->cap = cap;
   qp->attr.cap = cap;
@@ -187,6 +193,10 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   ++init.pd->users;
   ++init.send_cq->users;
   ++init.recv_cq->users;
+  if (init.srq != nullptr) {
+    qp->srq = init.srq;
+    ++init.srq->users;
+  }
   Qp* raw = qp.get();
   d.qps.emplace(raw->qpn, std::move(qp));
   return raw;
@@ -300,7 +310,7 @@ Errno Device::query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const {
   init.pd = qp->pd;
   init.send_cq = qp->send_cq;
   init.recv_cq = qp->recv_cq;
-  init.srq = nullptr;
+  init.srq = qp->srq;
   init.cap = qp->cap;
   init.sq_sig_all = qp->sq_sig_all;
   init.user_context = qp->user_context;
@@ -316,7 +326,59 @@ Errno Device::destroy_qp(Qp* qp) {
   --qp->pd->users;
   --qp->send_cq->users;
   --qp->recv_cq->users;
+  if (qp->srq != nullptr) --qp->srq->users;
   d.qps.erase(qp->qpn);
+  return 0;
+}
+
+// --- SRQ (srq.cc holds the queue itself) -----------------------------------------------------
+
+Srq* Device::create_srq(Pd* pd, SrqAttr& attr, void* user_context, Errno& err) {
+  Impl& d = *impl_;
+  err = d.has_pd(pd) ? srq_check_init(d.core.config.limits, attr) : EINVAL;
+  if (err == 0 && d.srqs.size() >= d.core.config.limits.max_srq) err = ENOMEM;
+  if (err != 0) return nullptr;
+  auto srq = std::make_unique<Srq>();
+  srq->pd = pd;
+  srq->user_context = user_context;
+  srq->max_wr = attr.max_wr;
+  srq->max_sge = attr.max_sge;
+  ++pd->users;
+  d.srqs.push_back(std::move(srq));
+  return d.srqs.back().get();
+}
+
+Errno Device::modify_srq(Srq* srq, const SrqAttr& attr, uint32_t mask) {
+  if (!impl_->has_srq(srq)) return EINVAL;
+  return srq_modify(impl_->core.config.limits, *srq, attr, mask);
+}
+
+Errno Device::query_srq(const Srq* srq, SrqAttr& attr) const {
+  if (!impl_->has_srq(srq)) return EINVAL;
+  attr.max_wr = srq->max_wr;
+  attr.max_sge = srq->max_sge;
+  attr.srq_limit = srq->limit;
+  return 0;
+}
+
+Errno Device::destroy_srq(Srq* srq) {
+  auto& v = impl_->srqs;
+  auto it = std::find_if(v.begin(), v.end(), [&](auto& s) { return s.get() == srq; });
+  if (it == v.end()) return EINVAL;
+  if (srq->users > 0) return EBUSY;
+  --srq->pd->users;
+  v.erase(it);
+  return 0;
+}
+
+Errno Device::post_srq_recv(Srq* srq, const RecvWr* wrs, size_t n, size_t* bad) {
+  if (!impl_->has_srq(srq)) return EINVAL;
+  for (size_t i = 0; i < n; ++i) {
+    if (Errno e = srq_post(*srq, wrs[i])) {
+      if (bad) *bad = i;
+      return e;
+    }
+  }
   return 0;
 }
 
@@ -342,6 +404,10 @@ Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
 Errno Device::post_recv(Qp* qp, const RecvWr* wrs, size_t n, size_t* bad) {
   Impl& d = *impl_;
   if (qp == nullptr) return EINVAL;
+  if (qp->srq != nullptr && n > 0) {  // its receives are posted to the SRQ (as rxe)
+    if (bad) *bad = 0;
+    return EINVAL;
+  }
   for (size_t i = 0; i < n; ++i) {
     Errno e = responder_post_recv(d.core, *qp, wrs[i]);
     if (e != 0) {

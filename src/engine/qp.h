@@ -13,6 +13,7 @@ namespace vrnic::engine {
 
 class Cq;
 class Pd;
+class Srq;
 
 // A send WQE as the requester keeps it from post_send until it retires.
 struct SendWqe {
@@ -96,6 +97,7 @@ class Qp {
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;  // receives come from this SRQ (the QP's own rq stays empty)
   bool sq_sig_all = false;
   void* user_context = nullptr;
   QpCap cap;

@@ -62,7 +62,14 @@ def cases():
         c["pcap_" + tool] = dict(perftest(tool, ["-n", "200"]), pcap=True)
     c["ib_atomic_bw_cas"] = perftest("ib_atomic_bw", ["-A", "CMP_AND_SWAP"])
     c["ib_atomic_lat_cas"] = perftest("ib_atomic_lat", ["-A", "CMP_AND_SWAP"])
+    srq_mw_odp_cases(c)
     return c
+
+
+def srq_mw_odp_cases(c):
+    """Shared receive queues and on-demand paging."""
+    c["srq_pingpong"] = pingpong(prog="ibv_srq_pingpong")
+    c["ib_send_bw_srq"] = perftest("ib_send_bw", ["--use-srq"])
 
 
 def resolve(argv, bindir):
