@@ -32,6 +32,7 @@ void fill_ops(Context* c) {
   ops.post_srq_recv = op_post_srq_recv;
   // alloc_mw / bind_mw / dealloc_mw stay null: the inline wrappers then fail with EOPNOTSUPP.
   c->vctx.query_port = op_query_port;
+  c->vctx.advise_mr = op_advise_mr;
   c->vctx.query_device_ex = op_query_device_ex;
   // create_cq_ex, create_qp_ex, open_xrcd, create_flow... stay null for the same reason.
 }

@@ -3,6 +3,7 @@
 
 #include "abi/convert.h"
 #include "abi/objects.h"
+#include "abi/ops.h"
 #include "live/live_nic.h"
 
 using namespace vrnic::abi;
@@ -77,6 +78,15 @@ VRNIC_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint
 VRNIC_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
                                       unsigned int access) {
   return register_mr(pd, addr, length, iova, access);
+}
+
+int vrnic::abi::op_advise_mr(ibv_pd* ibv_pd, ibv_advise_mr_advice advice, uint32_t flags,
+                             ibv_sge* sg_list, uint32_t num_sge) {
+  Pd* pd = to_pd(ibv_pd);
+  static_assert(sizeof(ibv_sge) == sizeof(vrnic::engine::Sge));
+  const auto* sges = reinterpret_cast<const vrnic::engine::Sge*>(sg_list);
+  return to_context(ibv_pd->context)->nic->locked(
+      [&](Device& d) { return d.advise_mr(pd->pd, uint32_t(advice), flags, sges, num_sge); });
 }
 
 VRNIC_EXPORT int ibv_dereg_mr(ibv_mr* ibv) {

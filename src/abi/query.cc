@@ -108,6 +108,11 @@ int vrnic::abi::op_query_device_ex(ibv_context* context, const ibv_query_device_
   std::memset(&ex, 0, sizeof(ex));
   fill_device_attr(context, ex.orig_attr);
   ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
+  // On-demand paging: every RC operation checks the pages it touches when it touches them.
+  ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  ex.odp_caps.per_transport_caps.rc_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+      IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
   std::memset(attr, 0, attr_size);
   std::memcpy(attr, &ex, std::min(attr_size, sizeof(ex)));
   return 0;

@@ -14,6 +14,7 @@
 #include "engine/icrc_peers.h"
 #include "engine/requester.h"
 #include "engine/responder.h"
+#include "engine/odp.h"
 #include "engine/srq.h"
 #include "wire/opcode.h"
 
@@ -89,18 +90,26 @@ Errno Device::dealloc_pd(Pd* pd) {
 Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access,
                      MrInfo& out) {
   if (!impl_->has_pd(pd)) return EINVAL;
-  if (length == 0 || addr == nullptr) return EINVAL;
+  // Implicit ODP: (NULL, SIZE_MAX) covers the whole address space with iova = va.
+  const bool implicit = (access & kOnDemand) && addr == nullptr && length == SIZE_MAX;
+  if (implicit && iova != 0) return EINVAL;
+  if (!implicit && (length == 0 || addr == nullptr)) return EINVAL;
   if (length > impl_->core.config.limits.max_mr_size) return EINVAL;
   if (iova + length < iova) return EINVAL;
   // C10-?? remote write or atomic access requires local write access (11.2.8.1).
   if ((access & (kRemoteWrite | kRemoteAtomic)) && !(access & kLocalWrite)) return EINVAL;
-  if (access & (kMwBind | kOnDemand)) return EOPNOTSUPP;
+  if (access & kMwBind) return EOPNOTSUPP;
   Mr* mr = impl_->core.mem.add(pd, addr, length, iova, access, impl_->core.config.limits.max_mr);
   if (mr == nullptr) return ENOMEM;
   ++pd->users;
   out.mr = mr;
   out.lkey = out.rkey = mr->key;
   return 0;
+}
+
+Errno Device::advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges, size_t n) {
+  if (!impl_->has_pd(pd)) return EINVAL;
+  return odp_advise(impl_->core.mem, pd, advice, flags, sges, n);
 }
 
 Errno Device::dereg_mr(Mr* mr) {

@@ -57,6 +57,8 @@ class Device {
   // so a key of a deregistered MR never matches a later one.
   Errno reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access, MrInfo& out);
   Errno dereg_mr(Mr* mr);
+  // ibv_advise_mr on ODP regions (odp.h): prefetch faults the pages in.
+  Errno advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges, size_t n);
 
   // cqe: requested depth; the granted depth is written back.
   Cq* create_cq(uint32_t& cqe, void* user_context);

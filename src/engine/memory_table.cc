@@ -1,6 +1,8 @@
 // The memory table: key allocation with generations and the per-access protection check.
 #include "engine/memory_table.h"
 
+#include "engine/odp.h"
+
 namespace vrnic::engine {
 
 const char* to_string(AccessError e) {
@@ -10,6 +12,7 @@ const char* to_string(AccessError e) {
     case AccessError::kWrongPd: return "wrong PD";
     case AccessError::kNoPermission: return "no permission";
     case AccessError::kOutOfBounds: return "out of bounds";
+    case AccessError::kNotMapped: return "page not mapped";
   }
   return "?";
 }
@@ -80,6 +83,15 @@ uint8_t* MemoryTable::check(uint32_t key, const Pd* pd, uint64_t va, uint64_t le
     uint64_t end = va + len;
     if (end < va) return fail(AccessError::kOutOfBounds);  // va + len wraps
     if (va < mr->iova || end > mr->iova + mr->length) return fail(AccessError::kOutOfBounds);
+  }
+  if (mr->access & kOnDemand) {
+    // Not pinned: the pages must be there now (an implicit region has host 0, iova = va).
+    auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(mr->host) + (va - mr->iova));
+    if (len != 0 &&
+        !odp_pages_present(p, len, (required & (kLocalWrite | kRemoteWrite | kRemoteAtomic)) != 0))
+      return fail(AccessError::kNotMapped);
+    if (err) *err = AccessError::kOk;
+    return p;
   }
   if (err) *err = AccessError::kOk;
   if (len == 0 && (va < mr->iova || va > mr->iova + mr->length)) return mr->host;

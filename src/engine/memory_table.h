@@ -25,7 +25,10 @@ class Mr {
 };
 
 // Why an access was refused (the caller maps it to a NAK or a completion status).
-enum class AccessError : uint8_t { kOk, kBadKey, kWrongPd, kNoPermission, kOutOfBounds };
+enum class AccessError : uint8_t {
+  kOk, kBadKey, kWrongPd, kNoPermission, kOutOfBounds,
+  kNotMapped,  // ODP region: a page of the range is not mapped (or not writable) now
+};
 const char* to_string(AccessError e);
 
 // key = slot index << 8 | 8-bit generation: a slot is reused only with the next generation,

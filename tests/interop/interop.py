@@ -70,6 +70,11 @@ def srq_mw_odp_cases(c):
     """Shared receive queues and on-demand paging."""
     c["srq_pingpong"] = pingpong(prog="ibv_srq_pingpong")
     c["ib_send_bw_srq"] = perftest("ib_send_bw", ["--use-srq"])
+    c["rc_pingpong_odp"] = pingpong(["-o"])
+    c["rc_pingpong_odp_implicit"] = pingpong(["-O"])
+    c["rc_pingpong_odp_prefetch"] = pingpong(["-o", "-P"])
+    c["ib_write_bw_odp"] = perftest("ib_write_bw", ["--odp"])
+    c["ib_send_bw_odp"] = perftest("ib_send_bw", ["--odp"])
 
 
 def resolve(argv, bindir):
