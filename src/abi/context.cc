@@ -30,7 +30,9 @@ void fill_ops(Context* c) {
   ops.post_send = op_post_send;
   ops.post_recv = op_post_recv;
   ops.post_srq_recv = op_post_srq_recv;
-  // alloc_mw / bind_mw / dealloc_mw stay null: the inline wrappers then fail with EOPNOTSUPP.
+  ops.alloc_mw = op_alloc_mw;
+  ops.dealloc_mw = op_dealloc_mw;
+  ops.bind_mw = op_bind_mw;
   c->vctx.query_port = op_query_port;
   c->vctx.advise_mr = op_advise_mr;
   c->vctx.query_device_ex = op_query_device_ex;

@@ -47,6 +47,9 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   // The responder answers a SEND that finds no receive WQE with an RNR NAK.
   a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
                        IBV_DEVICE_CHANGE_PHY_PORT;
+  // Memory windows: type 1 and type 2B (bound to the QP that binds them).
+  a.device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+  a.max_mw = int(l.max_mw);
   a.max_sge = int(l.max_sge);
   a.max_sge_rd = int(l.max_sge);
   a.max_cq = int(l.max_cq);

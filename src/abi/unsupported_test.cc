@@ -75,9 +75,6 @@ TEST_F(Unsupported, inline_extended_verbs__eopnotsupp) {
   EXPECT_EQ(ibv_create_qp_ex(ctx_, &qp_attr), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
 
-  errno = 0;
-  EXPECT_EQ(ibv_alloc_mw(pd_, IBV_MW_TYPE_1), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
   ibv_xrcd_init_attr xrcd{};
   errno = 0;
   EXPECT_EQ(ibv_open_xrcd(ctx_, &xrcd), nullptr);

@@ -98,7 +98,6 @@ Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t 
   if (iova + length < iova) return EINVAL;
   // C10-?? remote write or atomic access requires local write access (11.2.8.1).
   if ((access & (kRemoteWrite | kRemoteAtomic)) && !(access & kLocalWrite)) return EINVAL;
-  if (access & kMwBind) return EOPNOTSUPP;
   Mr* mr = impl_->core.mem.add(pd, addr, length, iova, access, impl_->core.config.limits.max_mr);
   if (mr == nullptr) return ENOMEM;
   ++pd->users;
@@ -114,6 +113,7 @@ Errno Device::advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges
 
 Errno Device::dereg_mr(Mr* mr) {
   if (mr == nullptr || impl_->core.mem.find(mr->key) != mr) return EINVAL;
+  if (mr->windows > 0) return EINVAL;  // windows still bound to it (as rxe)
   Pd* pd = mr->pd;
   impl_->core.mem.remove(mr);
   --pd->users;
@@ -389,6 +389,51 @@ Errno Device::post_srq_recv(Srq* srq, const RecvWr* wrs, size_t n, size_t* bad) 
     }
   }
   return 0;
+}
+
+// --- memory windows (mw.cc executes binds and invalidations) ---------------------------------
+
+Mw* Device::alloc_mw(Pd* pd, uint8_t type, uint32_t& rkey, Errno& err) {
+  Impl& d = *impl_;
+  err = 0;
+  if (!d.has_pd(pd) || (type != 1 && type != 2)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  Mw* mw = d.core.mem.add_mw(pd, type, d.core.config.limits.max_mw);
+  if (mw == nullptr) {
+    err = ENOMEM;
+    return nullptr;
+  }
+  ++pd->users;
+  rkey = mw->rkey;
+  return mw;
+}
+
+Errno Device::dealloc_mw(Mw* mw) {
+  if (!impl_->core.mem.has_mw(mw)) return EINVAL;
+  Pd* pd = mw->pd;
+  impl_->core.mem.remove_mw(mw);  // a bound window is unbound first
+  --pd->users;
+  return 0;
+}
+
+Errno Device::bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindInfo& bind) {
+  Impl& d = *impl_;
+  if (qp == nullptr || d.find_qp(qp->qpn) != qp) return EINVAL;
+  if (!d.core.mem.has_mw(bind.mw) || bind.mw->type != 1) return EINVAL;
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = WrOpcode::kBindMw;
+  wr.send_flags = send_flags;
+  wr.bind = bind;
+  Errno e = requester_post(d.core, *qp, wr, true);
+  if (e == 0) {
+    if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);
+    else d.core.mark_tx_ready(*qp);
+  }
+  d.finish();
+  return e;
 }
 
 // --- fast path ------------------------------------------------------------------------------

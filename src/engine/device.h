@@ -22,6 +22,7 @@ struct DeviceLimits {
            max_res_rd_atom = 16 * 16384, max_inline_data = 256, max_srq = 1 << 16, max_srq_wr = 16384,
            max_ah = 0;
   uint32_t max_srq_sge = 32;
+  uint32_t max_mw = 1 << 16;
   uint64_t max_mr_size = ~0ull;
   uint8_t max_mtu = 5;     // IBV_MTU_4096
   uint8_t active_mtu = 5;  // path MTU the port reports active

@@ -18,23 +18,31 @@ const char* to_string(AccessError e) {
 }
 
 MemoryTable::~MemoryTable() {
-  for (Slot& s : slots_) delete s.mr;
+  for (Slot& s : slots_) {
+    delete s.mr;
+    delete s.mw;
+  }
+}
+
+int64_t MemoryTable::take_slot() {
+  if (!free_.empty()) {
+    uint32_t index = free_.back();
+    free_.pop_back();
+    return index;
+  }
+  // Index 0 is never used, so no valid key is below 256 (keys 0..255 are always invalid).
+  if (slots_.empty()) slots_.emplace_back();
+  if (slots_.size() >= (1u << (32 - kGenerationBits))) return -1;
+  slots_.emplace_back();
+  return static_cast<int64_t>(slots_.size() - 1);
 }
 
 Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_t access,
                      uint32_t max_mr) {
   if (live_ >= max_mr) return nullptr;
-  uint32_t index;
-  if (!free_.empty()) {
-    index = free_.back();
-    free_.pop_back();
-  } else {
-    // Index 0 is never used, so no valid key is below 256 (keys 0..255 are always invalid).
-    if (slots_.empty()) slots_.emplace_back();
-    if (slots_.size() >= (1u << (32 - kGenerationBits))) return nullptr;
-    index = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  int64_t slot = take_slot();
+  if (slot < 0) return nullptr;
+  uint32_t index = static_cast<uint32_t>(slot);
   Slot& s = slots_[index];
   auto* mr = new Mr;
   mr->pd = pd;
@@ -46,6 +54,46 @@ Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_
   s.mr = mr;
   ++live_;
   return mr;
+}
+
+Mw* MemoryTable::add_mw(Pd* pd, uint8_t type, uint32_t max) {
+  if (mws_ >= max) return nullptr;
+  int64_t slot = take_slot();
+  if (slot < 0) return nullptr;
+  uint32_t index = static_cast<uint32_t>(slot);
+  Slot& s = slots_[index];
+  auto* mw = new Mw;
+  mw->pd = pd;
+  mw->type = type;
+  mw->rkey = index << kGenerationBits | s.generation;
+  s.mw = mw;
+  ++mws_;
+  return mw;
+}
+
+bool MemoryTable::remove_mw(Mw* mw) {
+  if (!has_mw(mw)) return false;
+  Slot& s = slots_[mw->rkey >> kGenerationBits];
+  if (mw->bound && mw->mr != nullptr) --mw->mr->windows;
+  s.mw = nullptr;
+  ++s.generation;
+  free_.push_back(mw->rkey >> kGenerationBits);
+  --mws_;
+  delete mw;
+  return true;
+}
+
+bool MemoryTable::has_mw(const Mw* mw) const {
+  if (mw == nullptr) return false;
+  uint32_t index = mw->rkey >> kGenerationBits;
+  return index < slots_.size() && slots_[index].mw == mw;
+}
+
+Mw* MemoryTable::find_mw(uint32_t rkey) const {
+  uint32_t index = rkey >> kGenerationBits;
+  if (index >= slots_.size()) return nullptr;
+  Mw* mw = slots_[index].mw;
+  return mw != nullptr && mw->rkey == rkey ? mw : nullptr;
 }
 
 bool MemoryTable::remove(Mr* mr) {
@@ -106,6 +154,40 @@ uint8_t* MemoryTable::check_local(uint32_t lkey, const Pd* pd, uint64_t va, uint
 uint8_t* MemoryTable::check_remote(uint32_t rkey, const Pd* pd, uint64_t va, uint64_t len,
                                    uint32_t required, AccessError* err) const {
   return check(rkey, pd, va, len, required, err);
+}
+
+uint8_t* MemoryTable::check_remote(uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va,
+                                   uint64_t len, uint32_t required, AccessError* err) const {
+  uint32_t index = rkey >> kGenerationBits;
+  if (index < slots_.size() && slots_[index].mw != nullptr)
+    return check_window(*slots_[index].mw, rkey, pd, qpn, va, len, required, err);
+  return check(rkey, pd, va, len, required, err);
+}
+
+// A window access (IBA 10.6.7.2 / o10-37.2.?): the window must be bound, of this PD (and for
+// type 2 bound through this QP), allow the access, and cover the range; the bytes are then
+// those of the MR under it.
+uint8_t* MemoryTable::check_window(const Mw& mw, uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va,
+                                   uint64_t len, uint32_t required, AccessError* err) const {
+  auto fail = [&](AccessError e) -> uint8_t* {
+    if (err) *err = e;
+    return nullptr;
+  };
+  if (mw.rkey != rkey || !mw.bound || mw.mr == nullptr) return fail(AccessError::kBadKey);
+  if (mw.pd != pd || (mw.type == 2 && mw.qpn != qpn)) return fail(AccessError::kWrongPd);
+  if ((mw.access & required) != required) return fail(AccessError::kNoPermission);
+  const uint64_t base = (mw.access & kZeroBased) ? 0 : mw.addr;
+  uint64_t end = va + len;
+  if (end < va || va < base || end > base + mw.length) return fail(AccessError::kOutOfBounds);
+  // Translated into the MR: its own remote access bits do not apply to a window access.
+  const Mr& mr = *mw.mr;
+  const uint64_t mr_va = mw.addr + (va - base);
+  auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(mr.host) + (mr_va - mr.iova));
+  if ((mr.access & kOnDemand) && len != 0 &&
+      !odp_pages_present(p, len, (required & (kRemoteWrite | kRemoteAtomic)) != 0))
+    return fail(AccessError::kNotMapped);
+  if (err) *err = AccessError::kOk;
+  return p;
 }
 
 }  // namespace vrnic::engine

@@ -26,6 +26,8 @@ struct SendWqe {
   uint32_t rkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
+  MwBindInfo bind;          // kBindMw
+  bool type1_bind = false;  // kBindMw from the Bind MW verb (type 1 windows only)
   std::vector<Sge> sges;
   std::vector<uint8_t> inline_data;  // copied at post time when kSendInline
   uint32_t length = 0;               // message length in bytes (8 for atomics)
@@ -43,6 +45,8 @@ struct SendWqe {
     return opcode == WrOpcode::kRdmaRead || opcode == WrOpcode::kAtomicCmpSwp ||
            opcode == WrOpcode::kAtomicFetchAdd;
   }
+  // Bind and local invalidate: executed by the send queue, no packet, no PSN.
+  bool is_local() const { return opcode == WrOpcode::kBindMw || opcode == WrOpcode::kLocalInv; }
   bool is_atomic() const {
     return opcode == WrOpcode::kAtomicCmpSwp || opcode == WrOpcode::kAtomicFetchAdd;
   }
