@@ -106,6 +106,41 @@ Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t 
   return 0;
 }
 
+Errno Device::rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length, uint64_t iova,
+                       uint32_t access, MrInfo& out) {
+  constexpr uint32_t kTranslation = 1, kChangePd = 2, kChangeAccess = 4;
+  Impl& d = *impl_;
+  if (mr == nullptr || d.core.mem.find(mr->key) != mr) return EINVAL;
+  if (flags == 0 || (flags & ~(kTranslation | kChangePd | kChangeAccess))) return EINVAL;
+  if ((flags & kChangePd) && !d.has_pd(pd)) return EINVAL;
+  if (mr->windows > 0) return EBUSY;  // windows bound to it would change under their users
+  const uint32_t new_access = (flags & kChangeAccess) ? access : mr->access;
+  if ((new_access & (kRemoteWrite | kRemoteAtomic)) && !(new_access & kLocalWrite)) return EINVAL;
+  if (flags & kTranslation) {
+    if (addr == nullptr || length == 0 || length > d.core.config.limits.max_mr_size ||
+        iova + length < iova)
+      return EINVAL;
+  } else if ((flags & kChangeAccess) && (new_access & kOnDemand) != (mr->access & kOnDemand)) {
+    return EINVAL;  // ODP or not is a property of the translation
+  }
+  // Everything checked: apply. The keys stay (IBA 10.6.4: a reregistered region keeps its
+  // L_Key and R_Key here; requests already in flight see the new attributes).
+  if (flags & kChangePd) {
+    --mr->pd->users;
+    mr->pd = pd;
+    ++pd->users;
+  }
+  if (flags & kTranslation) {
+    mr->host = static_cast<uint8_t*>(addr);
+    mr->iova = iova;
+    mr->length = length;
+  }
+  mr->access = new_access;
+  out.mr = mr;
+  out.lkey = out.rkey = mr->key;
+  return 0;
+}
+
 Errno Device::advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges, size_t n) {
   if (!impl_->has_pd(pd)) return EINVAL;
   return odp_advise(impl_->core.mem, pd, advice, flags, sges, n);
