@@ -132,7 +132,7 @@ uint8_t* MemoryTable::check(uint32_t key, const Pd* pd, uint64_t va, uint64_t le
     if (end < va) return fail(AccessError::kOutOfBounds);  // va + len wraps
     if (va < mr->iova || end > mr->iova + mr->length) return fail(AccessError::kOutOfBounds);
   }
-  if (mr->access & kOnDemand) {
+  if (__builtin_expect((mr->access & kOnDemand) != 0, 0)) {
     // Not pinned: the pages must be there now (an implicit region has host 0, iova = va).
     auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(mr->host) + (va - mr->iova));
     if (len != 0 &&
