@@ -16,6 +16,9 @@ class Pd;
 // the pages through the kernel (process_vm_readv / process_vm_writev on this process) also
 // faults them in, as the device's page fault would. Never raises a signal.
 bool odp_pages_present(const uint8_t* p, uint64_t len, bool write);
+// The same through a pipe (write(2) from the page, read(2) back into it): used when a
+// seccomp policy refuses process_vm_readv / process_vm_writev.
+bool odp_pages_present_by_pipe(const uint8_t* p, uint64_t len, bool write);
 
 // ibv_advise_mr on the ODP regions named by sges (advice as IBV_ADVISE_MR_ADVICE_*).
 // EINVAL bad flags / a region that is not ODP or of another PD; EFAULT an unknown lkey, a

@@ -48,6 +48,21 @@ TEST(OdpPages, present_reports_mapping_and_write_permission) {
   EXPECT_TRUE(odp_pages_present(r.base, 0, true));
 }
 
+TEST(OdpPages, pipe_fallback_gives_the_same_answers) {
+  Region r;
+  r.base[5] = 0x42;
+  EXPECT_TRUE(odp_pages_present_by_pipe(r.base, r.ps, false));
+  EXPECT_TRUE(odp_pages_present_by_pipe(r.base + 5, r.ps - 5, true));
+  EXPECT_EQ(r.base[5], 0x42);  // written back unchanged
+  EXPECT_FALSE(odp_pages_present_by_pipe(r.base, r.ps + 1, false));
+  EXPECT_FALSE(odp_pages_present_by_pipe(r.base + r.ps + 10, 4, false));
+  EXPECT_TRUE(odp_pages_present_by_pipe(r.base + 2 * r.ps, r.ps, false));
+  EXPECT_FALSE(odp_pages_present_by_pipe(r.base + 2 * r.ps, r.ps, true));
+  // The pipe stays empty after a refused write-back: the next answers are still right.
+  EXPECT_TRUE(odp_pages_present_by_pipe(r.base, 16, true));
+  EXPECT_EQ(r.base[0], 0x5a);
+}
+
 struct Odp : ::testing::Test {
   Fabric f;
   Node& a = f.add_node(1);
