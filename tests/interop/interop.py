@@ -75,6 +75,9 @@ def srq_mw_odp_cases(c):
     c["rc_pingpong_odp_prefetch"] = pingpong(["-o", "-P"])
     c["ib_write_bw_odp"] = perftest("ib_write_bw", ["--odp"])
     c["ib_send_bw_odp"] = perftest("ib_send_bw", ["--odp"])
+    c["srq_pingpong_events"] = pingpong(["-e"], prog="ibv_srq_pingpong")
+    c["ib_send_lat_srq"] = perftest("ib_send_lat", ["--use-srq"])
+    c["ib_read_bw_odp"] = perftest("ib_read_bw", ["--odp"])
 
 
 def resolve(argv, bindir):
