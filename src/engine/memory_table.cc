@@ -53,6 +53,7 @@ Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_
   mr->key = index << kGenerationBits | s.generation;
   s.mr = mr;
   ++live_;
+  alive_.insert(mr);
   return mr;
 }
 
@@ -68,6 +69,7 @@ Mw* MemoryTable::add_mw(Pd* pd, uint8_t type, uint32_t max) {
   mw->rkey = index << kGenerationBits | s.generation;
   s.mw = mw;
   ++mws_;
+  alive_.insert(mw);
   return mw;
 }
 
@@ -79,14 +81,20 @@ bool MemoryTable::remove_mw(Mw* mw) {
   ++s.generation;
   free_.push_back(mw->rkey >> kGenerationBits);
   --mws_;
+  alive_.erase(mw);
   delete mw;
   return true;
 }
 
 bool MemoryTable::has_mw(const Mw* mw) const {
-  if (mw == nullptr) return false;
+  if (mw == nullptr || alive_.count(mw) == 0) return false;
   uint32_t index = mw->rkey >> kGenerationBits;
   return index < slots_.size() && slots_[index].mw == mw;
+}
+
+bool MemoryTable::has_mr(const Mr* mr) const {
+  if (mr == nullptr || alive_.count(mr) == 0) return false;
+  return find(mr->key) == mr;
 }
 
 Mw* MemoryTable::find_mw(uint32_t rkey) const {
@@ -105,6 +113,7 @@ bool MemoryTable::remove(Mr* mr) {
   ++s.generation;  // the next MR in this slot gets a different key
   free_.push_back(index);
   --live_;
+  alive_.erase(mr);
   delete mr;
   return true;
 }

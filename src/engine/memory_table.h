@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/types.h"
@@ -67,7 +68,8 @@ class MemoryTable {
   Mw* add_mw(Pd* pd, uint8_t type, uint32_t max);
   bool remove_mw(Mw* mw);
   Mw* find_mw(uint32_t rkey) const;  // by the window's current rkey
-  bool has_mw(const Mw* mw) const;   // still allocated here
+  bool has_mw(const Mw* mw) const;   // still allocated here (safe for a freed pointer)
+  bool has_mr(const Mr* mr) const;   // still registered here (safe for a freed pointer)
   size_t size() const { return live_; }
 
   // Bounds (including va + len overflow), access and PD are all checked before the caller
@@ -98,6 +100,9 @@ class MemoryTable {
   std::vector<uint32_t> free_;
   size_t live_ = 0;
   size_t mws_ = 0;
+  // Regions and windows alive, by address: a bind WQE names both by pointer and runs later,
+  // when either may be gone.
+  std::unordered_set<const void*> alive_;
 };
 
 }  // namespace vrnic::engine

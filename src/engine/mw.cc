@@ -42,7 +42,7 @@ WcStatus mw_bind(Core& c, Qp& qp, const MwBindInfo& b) {
   if (mw->type == 2 && mw->bound) return WcStatus::kMwBindErr;
   if (mw->type == 1 && (b.access & kZeroBased)) return WcStatus::kMwBindErr;
   Mr* mr = b.mr;
-  if (mr == nullptr || c.mem.find(mr->key) != mr || mr->pd != qp.pd) return WcStatus::kMwBindErr;
+  if (!c.mem.has_mr(mr) || mr->pd != qp.pd) return WcStatus::kMwBindErr;
   if (!(mr->access & kMwBind)) return WcStatus::kMwBindErr;
   const uint32_t allowed = kRemoteRead | kRemoteWrite | kRemoteAtomic | kZeroBased | kLocalWrite;
   if (b.access & ~allowed) return WcStatus::kMwBindErr;

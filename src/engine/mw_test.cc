@@ -341,3 +341,46 @@ TEST_F(MwFixture, alloc_and_dealloc_errors) {
 
 }  // namespace
 }  // namespace vrnic::engine::testing
+
+namespace vrnic::engine::testing {
+namespace {
+
+TEST_F(MwFixture, window_or_region_gone_before_the_bind_runs) {
+  // A fenced bind waits behind an outstanding READ; the window is deallocated (round 0) or
+  // the MR deregistered (round 1) before it runs: it fails cleanly with MW_BIND_ERR.
+  for (int round = 0; round < 2; ++round) {
+    uint32_t rkey0 = 0;
+    Mw* mw = alloc(2, rkey0);
+    Buffer& mrbuf = b.reg(4096, kAll | kMwBind);
+    Buffer& rbuf = b.reg(64);
+    Sge sg{rbuf.addr(), 64, rbuf.mr.lkey};
+    SendWr read;
+    read.wr_id = 1;
+    read.opcode = WrOpcode::kRdmaRead;
+    read.send_flags = kSendSignaled;
+    read.sg_list = &sg;
+    read.num_sge = 1;
+    read.remote_addr = src.addr();
+    read.rkey = src.mr.rkey;
+    ASSERT_EQ(post_send(b, qb, read), 0);
+    SendWr bind;
+    bind.wr_id = 2;
+    bind.opcode = WrOpcode::kBindMw;
+    bind.send_flags = kSendSignaled | kSendFence;
+    bind.bind = {mw, next_key(rkey0), mrbuf.mr.mr, mrbuf.addr(), 64, kRemoteRead};
+    ASSERT_EQ(post_send(b, qb, bind), 0);
+    if (round == 0) ASSERT_EQ(b.dev->dealloc_mw(mw), 0);
+    else ASSERT_EQ(b.dev->dereg_mr(mrbuf.mr.mr), 0);
+    ASSERT_TRUE(f.run());
+    auto wcs = b.poll();
+    ASSERT_EQ(wcs.size(), 2u) << round;
+    EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(std::memcmp(rbuf.data(), src.data(), 64), 0);
+    EXPECT_EQ(wcs[1].wr_id, 2u);
+    EXPECT_EQ(wcs[1].status, WcStatus::kMwBindErr);
+    reconnect();
+  }
+}
+
+}  // namespace
+}  // namespace vrnic::engine::testing

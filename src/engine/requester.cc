@@ -266,6 +266,7 @@ void requester_progress(Core& c, Qp& qp) {
       if (!w.started) {
         if (w.local_status != WcStatus::kSuccess) break;
         if (qp.state() == QpState::kSqd) break;
+        if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) break;  // 10.8.3.3
         WcStatus st = run_local(c, qp, w);
         if (st != WcStatus::kSuccess) {
           w.local_status = st;
