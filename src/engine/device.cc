@@ -110,7 +110,7 @@ Errno Device::rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length
                        uint32_t access, MrInfo& out) {
   constexpr uint32_t kTranslation = 1, kChangePd = 2, kChangeAccess = 4;
   Impl& d = *impl_;
-  if (mr == nullptr || d.core.mem.find(mr->key) != mr) return EINVAL;
+  if (!d.core.mem.has_mr(mr)) return EINVAL;
   if (flags == 0 || (flags & ~(kTranslation | kChangePd | kChangeAccess))) return EINVAL;
   if ((flags & kChangePd) && !d.has_pd(pd)) return EINVAL;
   if (mr->windows > 0) return EBUSY;  // windows bound to it would change under their users
@@ -147,7 +147,7 @@ Errno Device::advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges
 }
 
 Errno Device::dereg_mr(Mr* mr) {
-  if (mr == nullptr || impl_->core.mem.find(mr->key) != mr) return EINVAL;
+  if (!impl_->core.mem.has_mr(mr)) return EINVAL;
   if (mr->windows > 0) return EINVAL;  // windows still bound to it (as rxe)
   Pd* pd = mr->pd;
   impl_->core.mem.remove(mr);
