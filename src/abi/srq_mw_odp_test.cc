@@ -449,3 +449,30 @@ TEST_F(Pair, rereg_mr__input_errors_and_translation_change) {
 
 }  // namespace
 }  // namespace vrnic::abi::test
+
+namespace vrnic::abi::test {
+namespace {
+
+// ibv_create_srq_ex is inline: a basic SRQ goes through ibv_create_srq, anything else needs
+// the (null) create_srq_ex op and fails with EOPNOTSUPP.
+TEST_F(Pair, srq_ex__basic_through_ibv_create_srq_xrc_unsupported) {
+  ibv_srq_init_attr_ex ex{};
+  ex.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
+  ex.srq_type = IBV_SRQT_BASIC;
+  ex.pd = pd_;
+  ex.attr.max_wr = 8;
+  ex.attr.max_sge = 1;
+  ibv_srq* s = ibv_create_srq_ex(ctx_, &ex);
+  ASSERT_NE(s, nullptr) << errno;
+  ibv_srq_attr q{};
+  EXPECT_EQ(ibv_query_srq(s, &q), 0);
+  EXPECT_GE(q.max_wr, 8u);
+  EXPECT_EQ(ibv_destroy_srq(s), 0);
+  ex.srq_type = IBV_SRQT_XRC;
+  errno = 0;
+  EXPECT_EQ(ibv_create_srq_ex(ctx_, &ex), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+}  // namespace
+}  // namespace vrnic::abi::test
