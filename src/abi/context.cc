@@ -30,8 +30,11 @@ void fill_ops(Context* c) {
   ops.post_send = op_post_send;
   ops.post_recv = op_post_recv;
   ops.post_srq_recv = op_post_srq_recv;
-  // alloc_mw / bind_mw / dealloc_mw stay null: the inline wrappers then fail with EOPNOTSUPP.
+  ops.alloc_mw = op_alloc_mw;
+  ops.dealloc_mw = op_dealloc_mw;
+  ops.bind_mw = op_bind_mw;
   c->vctx.query_port = op_query_port;
+  c->vctx.advise_mr = op_advise_mr;
   c->vctx.query_device_ex = op_query_device_ex;
   c->vctx.create_qp_ex = op_create_qp_ex;
   c->vctx.create_cq_ex = op_create_cq_ex;
@@ -200,6 +203,13 @@ VRNIC_EXPORT int ibv_get_async_event(ibv_context* context, ibv_async_event* even
       pthread_mutex_unlock(&cq->ibv.mutex);
       break;
     }
+    case IBV_EVENT_SRQ_ERR: case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      Srq* srq = to_srq(event->element.srq);
+      pthread_mutex_lock(&srq->ibv.mutex);
+      ++srq->async_events_delivered;
+      pthread_mutex_unlock(&srq->ibv.mutex);
+      break;
+    }
     case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR: case IBV_EVENT_QP_ACCESS_ERR:
     case IBV_EVENT_COMM_EST: case IBV_EVENT_SQ_DRAINED: case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR: case IBV_EVENT_QP_LAST_WQE_REACHED: {
@@ -223,6 +233,14 @@ VRNIC_EXPORT void ibv_ack_async_event(ibv_async_event* event) {
       ++cq->async_events_completed;
       pthread_cond_signal(&cq->cond);
       pthread_mutex_unlock(&cq->mutex);
+      break;
+    }
+    case IBV_EVENT_SRQ_ERR: case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = event->element.srq;
+      pthread_mutex_lock(&srq->mutex);
+      ++srq->events_completed;
+      pthread_cond_signal(&srq->cond);
+      pthread_mutex_unlock(&srq->mutex);
       break;
     }
     case IBV_EVENT_QP_FATAL: case IBV_EVENT_QP_REQ_ERR: case IBV_EVENT_QP_ACCESS_ERR:

@@ -1,6 +1,8 @@
 // Pure conversions between rdma-core structs and engine value types.
 #include "abi/convert.h"
 
+#include "abi/objects.h"
+
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -154,6 +156,16 @@ int to_engine_send_wr(const ibv_send_wr& in, engine::SendWr& out) {
     case IBV_WR_LOCAL_INV:
       out.invalidate_rkey = in.invalidate_rkey;
       break;
+    case IBV_WR_BIND_MW: {
+      const ibv_mw_bind_info& bi = in.bind_mw.bind_info;
+      out.bind.mw = in.bind_mw.mw ? to_mw(in.bind_mw.mw)->mw : nullptr;
+      out.bind.new_rkey = in.bind_mw.rkey;
+      out.bind.mr = bi.mr ? to_mr(bi.mr)->mr : nullptr;
+      out.bind.addr = bi.addr;
+      out.bind.length = bi.length;
+      out.bind.access = bi.mw_access_flags;
+      break;
+    }
     default:
       break;
   }

@@ -8,6 +8,7 @@
 
 #include "abi/convert.h"
 #include "abi/objects.h"
+#include "abi/ops.h"
 #include "live/live_nic.h"
 
 using namespace vrnic::abi;
@@ -103,6 +104,51 @@ VRNIC_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t length, uint
 VRNIC_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
                                       unsigned int access) {
   return register_mr(pd, addr, length, iova, access);
+}
+
+// The rdma-core wrapper's input checks (IBV_REREG_MR_ERR_INPUT, errno EINVAL), then the
+// device's (IBV_REREG_MR_ERR_CMD, errno from the device). There are no fork ranges to mark.
+VRNIC_EXPORT int ibv_rereg_mr(ibv_mr* ibv, int flags, ibv_pd* ibv_pd, void* addr, size_t length,
+                              int access) {
+  if (!ibv || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+      ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) ||
+      (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+    errno = EINVAL;
+    return IBV_REREG_MR_ERR_INPUT;
+  }
+  uint32_t engine_access = 0;
+  if (int err = to_engine_access(unsigned(access), engine_access)) {
+    errno = err;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  Mr* mr = to_mr(ibv);
+  vrnic::engine::Pd* pd = (flags & IBV_REREG_MR_CHANGE_PD) && ibv_pd ? to_pd(ibv_pd)->pd : nullptr;
+  vrnic::engine::MrInfo info;
+  const int err = to_context(ibv->context)->nic->locked([&](Device& d) {
+    return d.rereg_mr(mr->mr, uint32_t(flags), pd, addr, length,
+                      reinterpret_cast<uintptr_t>(addr), engine_access, info);
+  });
+  if (err) {
+    errno = err;
+    return IBV_REREG_MR_ERR_CMD;
+  }
+  if (flags & IBV_REREG_MR_CHANGE_PD) ibv->pd = ibv_pd;
+  if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+    ibv->addr = addr;
+    ibv->length = length;
+  }
+  ibv->lkey = info.lkey;
+  ibv->rkey = info.rkey;
+  return 0;
+}
+
+int vrnic::abi::op_advise_mr(ibv_pd* ibv_pd, ibv_advise_mr_advice advice, uint32_t flags,
+                             ibv_sge* sg_list, uint32_t num_sge) {
+  Pd* pd = to_pd(ibv_pd);
+  static_assert(sizeof(ibv_sge) == sizeof(vrnic::engine::Sge));
+  const auto* sges = reinterpret_cast<const vrnic::engine::Sge*>(sg_list);
+  return to_context(ibv_pd->context)->nic->locked(
+      [&](Device& d) { return d.advise_mr(pd->pd, uint32_t(advice), flags, sges, num_sge); });
 }
 
 VRNIC_EXPORT int ibv_dereg_mr(ibv_mr* ibv) {

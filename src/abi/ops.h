@@ -16,6 +16,11 @@ int op_req_notify_cq(ibv_cq* cq, int solicited_only);
 int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+int op_advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg_list,
+                 uint32_t num_sge);
+ibv_mw* op_alloc_mw(ibv_pd* pd, ibv_mw_type type);
+int op_dealloc_mw(ibv_mw* mw);
+int op_bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
 int op_query_port(ibv_context* context, uint8_t port_num, ibv_port_attr* attr, size_t attr_len);
 int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* input,
                        ibv_device_attr_ex* attr, size_t attr_size);

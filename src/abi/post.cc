@@ -96,8 +96,3 @@ int vrnic::abi::op_post_recv(ibv_qp* ibv, ibv_recv_wr* wr, ibv_recv_wr** bad_wr)
   }
   return 0;
 }
-
-int vrnic::abi::op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  *bad_wr = wr;
-  return EOPNOTSUPP;  // ibv_create_srq never succeeds
-}

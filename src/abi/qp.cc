@@ -16,7 +16,6 @@ vrnic::live::LiveNic* nic_of(ibv_qp* qp) { return to_context(qp->context)->nic; 
 }  // namespace
 
 VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
-  if (attr->srq) return fail_null<ibv_qp>(EOPNOTSUPP);  // no SRQ yet
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
       attr->qp_type != IBV_QPT_UD) {
     return fail_null<ibv_qp>(EOPNOTSUPP);
@@ -30,6 +29,7 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
   init.pd = to_pd(ibv_pd)->pd;
   init.send_cq = to_cq(attr->send_cq)->cq;
   init.recv_cq = to_cq(attr->recv_cq)->cq;
+  init.srq = attr->srq ? to_srq(attr->srq)->srq : nullptr;
   init.cap = to_engine_qp_cap(attr->cap);
   init.sq_sig_all = attr->sq_sig_all != 0;
   init.user_context = &qp->ibv;  // comes back in async events
@@ -51,7 +51,7 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
   q.pd = ibv_pd;
   q.send_cq = attr->send_cq;
   q.recv_cq = attr->recv_cq;
-  q.srq = nullptr;
+  q.srq = attr->srq;
   q.qp_num = qpn;
   q.state = IBV_QPS_RESET;
   q.qp_type = attr->qp_type;

@@ -47,6 +47,9 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   // The responder answers a SEND that finds no receive WQE with an RNR NAK.
   a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
                        IBV_DEVICE_CHANGE_PHY_PORT;
+  // Memory windows: type 1 and type 2B (bound to the QP that binds them).
+  a.device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+  a.max_mw = int(l.max_mw);
   a.max_sge = int(l.max_sge);
   a.max_sge_rd = int(l.max_sge);
   a.max_cq = int(l.max_cq);
@@ -61,7 +64,7 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   a.max_ah = int(l.max_ah);
   a.max_srq = int(l.max_srq);
   a.max_srq_wr = int(l.max_srq_wr);
-  a.max_srq_sge = l.max_srq ? int(l.max_sge) : 0;
+  a.max_srq_sge = l.max_srq ? int(l.max_srq_sge) : 0;
   a.max_pkeys = 1;
   a.local_ca_ack_delay = 15;
   a.phys_port_cnt = 1;
@@ -112,6 +115,11 @@ int vrnic::abi::op_query_device_ex(ibv_context* context, const ibv_query_device_
   ex.hca_core_clock = 1000000;  // kHz
   ex.completion_timestamp_mask = ~uint64_t(0);
   ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
+  // On-demand paging: every RC operation checks the pages it touches when it touches them.
+  ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  ex.odp_caps.per_transport_caps.rc_odp_caps =
+      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+      IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
   std::memset(attr, 0, attr_size);
   std::memcpy(attr, &ex, std::min(attr_size, sizeof(ex)));
   return 0;

@@ -16,20 +16,11 @@ VRNIC_EXPORT int ibv_init_ah_from_wc(ibv_context*, uint8_t, ibv_wc*, ibv_grh*, i
   return -1;
 }
 
-// Shared receive queues.
-VRNIC_EXPORT ibv_srq* ibv_create_srq(ibv_pd*, ibv_srq_init_attr*) {
-  return fail_null<ibv_srq>(EOPNOTSUPP);
-}
-VRNIC_EXPORT int ibv_modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EOPNOTSUPP; }
-VRNIC_EXPORT int ibv_query_srq(ibv_srq*, ibv_srq_attr*) { return EOPNOTSUPP; }
-VRNIC_EXPORT int ibv_destroy_srq(ibv_srq*) { return EOPNOTSUPP; }
-
 // Multicast (UD only).
 VRNIC_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
 VRNIC_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
 
-// Memory: re-registration and dma-buf.
-VRNIC_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) { return EOPNOTSUPP; }
+// Memory: dma-buf.
 VRNIC_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
   return fail_null<ibv_mr>(EOPNOTSUPP);
 }

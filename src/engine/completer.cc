@@ -51,6 +51,10 @@ void retire_front(Core& c, Qp& qp, WcStatus status, uint32_t vendor_err) {
   } else {
     r.cursor_pkt = 0;
   }
+  // A bind / local invalidate that already ran behind it completes with it.
+  if (status == WcStatus::kSuccess && !qp.sq.empty() && qp.sq.front().is_local() &&
+      qp.sq.front().started)
+    retire_front(c, qp, WcStatus::kSuccess, kVendorNone);
 }
 
 // Completes the front WQE with an error and moves the QP to ERR (the rest is flushed).
@@ -78,6 +82,10 @@ bool retire_acked(Core& c, Qp& qp, uint32_t last) {
   while (!qp.sq.empty()) {
     SendWqe& w = qp.sq.front();
     if (!w.started || w.local_status != WcStatus::kSuccess) break;
+    if (w.is_local()) {  // ran already; nothing to acknowledge
+      retire_front(c, qp, WcStatus::kSuccess, kVendorNone);
+      continue;
+    }
     if (w.is_read_or_atomic()) {
       implicit = psn_diff(last, psn_add(w.first_psn, w.read_placed)) >= 0;
       break;
@@ -232,6 +240,11 @@ void completer_check_front(Core& c, Qp& qp) {
   if (qp.state() == QpState::kErr || qp.sq.empty()) return;
   const SendWqe& w = qp.sq.front();
   if (w.local_status != WcStatus::kSuccess) fail_front(c, qp, w.local_status, kVendorLocalKey);
+}
+
+void completer_retire_local(Core& c, Qp& qp) {
+  if (!qp.sq.empty() && qp.sq.front().is_local() && qp.sq.front().started)
+    retire_front(c, qp, WcStatus::kSuccess, kVendorNone);
 }
 
 void completer_receive(Core& c, Qp& qp, const wire::Packet& p) {

@@ -13,5 +13,8 @@ void completer_receive(Core& c, Qp& qp, const wire::Packet& p);
 void completer_on_timer(Core& c, Qp& qp);
 // The front WQE failed locally (memory check): complete it with its error, QP to ERR.
 void completer_check_front(Core& c, Qp& qp);
+// Retires the bind / local invalidate WQEs at the front that have run (they wait for no
+// response, only for the WQEs before them).
+void completer_retire_local(Core& c, Qp& qp);
 
 }  // namespace vrnic::engine

@@ -86,6 +86,8 @@ void Core::enter_error(Qp& qp) {
   qp.resp.ack_pending = false;
   qp.resp.op = ResponderState::Op::kNone;
   flush_queues(qp);
+  // A QP on an SRQ takes no more of its WQEs from now on (IBA 11.6.3 / 10.3.1.?).
+  if (qp.srq != nullptr) async_event(AsyncEventType::kQpLastWqeReached, qp.user_context);
 }
 
 std::span<uint8_t> Core::start_packet(Qp& qp, const wire::Packet& p, size_t payload_len) {

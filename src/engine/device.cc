@@ -14,6 +14,8 @@
 #include "engine/icrc_peers.h"
 #include "engine/requester.h"
 #include "engine/responder.h"
+#include "engine/odp.h"
+#include "engine/srq.h"
 #include "wire/opcode.h"
 
 namespace vrnic::engine {
@@ -27,6 +29,7 @@ struct Device::Impl {
   std::vector<std::unique_ptr<Pd>> pds;
   std::vector<std::unique_ptr<Cq>> cqs;
   std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps;
+  std::vector<std::unique_ptr<Srq>> srqs;
   uint32_t next_pd_handle = 1;
   uint32_t next_qpn = 0x11;  // QPN 0 and 1 are the special QPs (IBA 10.2.5)
 
@@ -39,6 +42,9 @@ struct Device::Impl {
   }
   bool has_cq(const Cq* cq) const {
     return std::any_of(cqs.begin(), cqs.end(), [&](auto& c) { return c.get() == cq; });
+  }
+  bool has_srq(const Srq* srq) const {
+    return std::any_of(srqs.begin(), srqs.end(), [&](auto& s) { return s.get() == srq; });
   }
 
   // Sends what the engine call produced: coalesced ACKs, then requester packets.
@@ -97,12 +103,14 @@ Errno Device::dealloc_pd(Pd* pd) {
 Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access,
                      MrInfo& out) {
   if (!impl_->has_pd(pd)) return EINVAL;
-  if (length == 0 || addr == nullptr) return EINVAL;
+  // Implicit ODP: (NULL, SIZE_MAX) covers the whole address space with iova = va.
+  const bool implicit = (access & kOnDemand) && addr == nullptr && length == SIZE_MAX;
+  if (implicit && iova != 0) return EINVAL;
+  if (!implicit && (length == 0 || addr == nullptr)) return EINVAL;
   if (length > impl_->core.config.limits.max_mr_size) return EINVAL;
   if (iova + length < iova) return EINVAL;
   // C10-?? remote write or atomic access requires local write access (11.2.8.1).
   if ((access & (kRemoteWrite | kRemoteAtomic)) && !(access & kLocalWrite)) return EINVAL;
-  if (access & (kMwBind | kOnDemand)) return EOPNOTSUPP;
   Mr* mr = impl_->core.mem.add(pd, addr, length, iova, access, impl_->core.config.limits.max_mr);
   if (mr == nullptr) return ENOMEM;
   ++pd->users;
@@ -111,8 +119,49 @@ Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t 
   return 0;
 }
 
+Errno Device::rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length, uint64_t iova,
+                       uint32_t access, MrInfo& out) {
+  constexpr uint32_t kTranslation = 1, kChangePd = 2, kChangeAccess = 4;
+  Impl& d = *impl_;
+  if (!d.core.mem.has_mr(mr)) return EINVAL;
+  if (flags == 0 || (flags & ~(kTranslation | kChangePd | kChangeAccess))) return EINVAL;
+  if ((flags & kChangePd) && !d.has_pd(pd)) return EINVAL;
+  if (mr->windows > 0) return EBUSY;  // windows bound to it would change under their users
+  const uint32_t new_access = (flags & kChangeAccess) ? access : mr->access;
+  if ((new_access & (kRemoteWrite | kRemoteAtomic)) && !(new_access & kLocalWrite)) return EINVAL;
+  if (flags & kTranslation) {
+    if (addr == nullptr || length == 0 || length > d.core.config.limits.max_mr_size ||
+        iova + length < iova)
+      return EINVAL;
+  } else if ((flags & kChangeAccess) && (new_access & kOnDemand) != (mr->access & kOnDemand)) {
+    return EINVAL;  // ODP or not is a property of the translation
+  }
+  // Everything checked: apply. The keys stay (IBA 10.6.4: a reregistered region keeps its
+  // L_Key and R_Key here; requests already in flight see the new attributes).
+  if (flags & kChangePd) {
+    --mr->pd->users;
+    mr->pd = pd;
+    ++pd->users;
+  }
+  if (flags & kTranslation) {
+    mr->host = static_cast<uint8_t*>(addr);
+    mr->iova = iova;
+    mr->length = length;
+  }
+  mr->access = new_access;
+  out.mr = mr;
+  out.lkey = out.rkey = mr->key;
+  return 0;
+}
+
+Errno Device::advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges, size_t n) {
+  if (!impl_->has_pd(pd)) return EINVAL;
+  return odp_advise(impl_->core.mem, pd, advice, flags, sges, n);
+}
+
 Errno Device::dereg_mr(Mr* mr) {
-  if (mr == nullptr || impl_->core.mem.find(mr->key) != mr) return EINVAL;
+  if (!impl_->core.mem.has_mr(mr)) return EINVAL;
+  if (mr->windows > 0) return EINVAL;  // windows still bound to it (as rxe)
   Pd* pd = mr->pd;
   impl_->core.mem.remove(mr);
   --pd->users;
@@ -169,11 +218,12 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
     err = EINVAL;
     return nullptr;
   }
-  if (init.srq != nullptr) {
-    err = EOPNOTSUPP;
+  if (init.srq != nullptr && !d.has_srq(init.srq)) {
+    err = EINVAL;
     return nullptr;
   }
   QpCap& cap = init.cap;
+  if (init.srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;  // ignored with an SRQ
   if (cap.max_send_wr > l.max_qp_wr || cap.max_recv_wr > l.max_qp_wr ||
       cap.max_send_sge > l.max_sge || cap.max_recv_sge > l.max_sge ||
       cap.max_inline_data > l.max_inline_data) {
@@ -197,7 +247,7 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   // Granted capabilities: at least what was asked for (inline data up to the device limit).
   if (cap.max_send_wr == 0) cap.max_send_wr = 1;
   if (cap.max_send_sge == 0) cap.max_send_sge = 1;
-  if (cap.max_recv_sge == 0) cap.max_recv_sge = 1;
+  if (cap.max_recv_sge == 0 && init.srq == nullptr) cap.max_recv_sge = 1;
   cap.max_inline_data = l.max_inline_data;
   qp->cap = cap;
   qp->attr.cap = cap;
@@ -206,6 +256,10 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   ++init.pd->users;
   ++init.send_cq->users;
   ++init.recv_cq->users;
+  if (init.srq != nullptr) {
+    qp->srq = init.srq;
+    ++init.srq->users;
+  }
   Qp* raw = qp.get();
   d.qps.emplace(raw->qpn, std::move(qp));
   return raw;
@@ -324,7 +378,7 @@ Errno Device::query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const {
   init.pd = qp->pd;
   init.send_cq = qp->send_cq;
   init.recv_cq = qp->recv_cq;
-  init.srq = nullptr;
+  init.srq = qp->srq;
   init.cap = qp->cap;
   init.sq_sig_all = qp->sq_sig_all;
   init.user_context = qp->user_context;
@@ -342,8 +396,105 @@ Errno Device::destroy_qp(Qp* qp) {
   --qp->pd->users;
   --qp->send_cq->users;
   --qp->recv_cq->users;
+  if (qp->srq != nullptr) --qp->srq->users;
   d.qps.erase(qp->qpn);
   return 0;
+}
+
+// --- SRQ (srq.cc holds the queue itself) -----------------------------------------------------
+
+Srq* Device::create_srq(Pd* pd, SrqAttr& attr, void* user_context, Errno& err) {
+  Impl& d = *impl_;
+  err = d.has_pd(pd) ? srq_check_init(d.core.config.limits, attr) : EINVAL;
+  if (err == 0 && d.srqs.size() >= d.core.config.limits.max_srq) err = ENOMEM;
+  if (err != 0) return nullptr;
+  auto srq = std::make_unique<Srq>();
+  srq->pd = pd;
+  srq->user_context = user_context;
+  srq->max_wr = attr.max_wr;
+  srq->max_sge = attr.max_sge;
+  ++pd->users;
+  d.srqs.push_back(std::move(srq));
+  return d.srqs.back().get();
+}
+
+Errno Device::modify_srq(Srq* srq, const SrqAttr& attr, uint32_t mask) {
+  if (!impl_->has_srq(srq)) return EINVAL;
+  return srq_modify(impl_->core.config.limits, *srq, attr, mask);
+}
+
+Errno Device::query_srq(const Srq* srq, SrqAttr& attr) const {
+  if (!impl_->has_srq(srq)) return EINVAL;
+  attr.max_wr = srq->max_wr;
+  attr.max_sge = srq->max_sge;
+  attr.srq_limit = srq->limit;
+  return 0;
+}
+
+Errno Device::destroy_srq(Srq* srq) {
+  auto& v = impl_->srqs;
+  auto it = std::find_if(v.begin(), v.end(), [&](auto& s) { return s.get() == srq; });
+  if (it == v.end()) return EINVAL;
+  if (srq->users > 0) return EBUSY;
+  --srq->pd->users;
+  v.erase(it);
+  return 0;
+}
+
+Errno Device::post_srq_recv(Srq* srq, const RecvWr* wrs, size_t n, size_t* bad) {
+  if (!impl_->has_srq(srq)) return EINVAL;
+  for (size_t i = 0; i < n; ++i) {
+    if (Errno e = srq_post(*srq, wrs[i])) {
+      if (bad) *bad = i;
+      return e;
+    }
+  }
+  return 0;
+}
+
+// --- memory windows (mw.cc executes binds and invalidations) ---------------------------------
+
+Mw* Device::alloc_mw(Pd* pd, uint8_t type, uint32_t& rkey, Errno& err) {
+  Impl& d = *impl_;
+  err = 0;
+  if (!d.has_pd(pd) || (type != 1 && type != 2)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  Mw* mw = d.core.mem.add_mw(pd, type, d.core.config.limits.max_mw);
+  if (mw == nullptr) {
+    err = ENOMEM;
+    return nullptr;
+  }
+  ++pd->users;
+  rkey = mw->rkey;
+  return mw;
+}
+
+Errno Device::dealloc_mw(Mw* mw) {
+  if (!impl_->core.mem.has_mw(mw)) return EINVAL;
+  Pd* pd = mw->pd;
+  impl_->core.mem.remove_mw(mw);  // a bound window is unbound first
+  --pd->users;
+  return 0;
+}
+
+Errno Device::bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindInfo& bind) {
+  Impl& d = *impl_;
+  if (qp == nullptr || d.find_qp(qp->qpn) != qp) return EINVAL;
+  if (!d.core.mem.has_mw(bind.mw) || bind.mw->type != 1) return EINVAL;
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = WrOpcode::kBindMw;
+  wr.send_flags = send_flags;
+  wr.bind = bind;
+  Errno e = requester_post(d.core, *qp, wr, true);
+  if (e == 0) {
+    if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);
+    else d.core.mark_tx_ready(*qp);
+  }
+  d.finish();
+  return e;
 }
 
 // --- fast path ------------------------------------------------------------------------------
@@ -368,6 +519,10 @@ Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
 Errno Device::post_recv(Qp* qp, const RecvWr* wrs, size_t n, size_t* bad) {
   Impl& d = *impl_;
   if (qp == nullptr) return EINVAL;
+  if (qp->srq != nullptr && n > 0) {  // its receives are posted to the SRQ (as rxe)
+    if (bad) *bad = 0;
+    return EINVAL;
+  }
   for (size_t i = 0; i < n; ++i) {
     Errno e = responder_post_recv(d.core, *qp, wrs[i]);
     if (e != 0) {

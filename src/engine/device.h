@@ -19,8 +19,10 @@ class Mr;
 struct DeviceLimits {
   uint32_t max_qp = 16384, max_qp_wr = 16384, max_sge = 32, max_cq = 65536, max_cqe = 4194303,
            max_mr = 1 << 20, max_pd = 1 << 16, max_qp_rd_atom = 16, max_qp_init_rd_atom = 16,
-           max_res_rd_atom = 16 * 16384, max_inline_data = 256, max_srq = 0, max_srq_wr = 0,
-           max_ah = 0;
+           max_res_rd_atom = 16 * 16384, max_inline_data = 256, max_srq = 1 << 16,
+           max_srq_wr = 16384, max_ah = 0;
+  uint32_t max_srq_sge = 32;
+  uint32_t max_mw = 1 << 16;
   uint64_t max_mr_size = ~0ull;
   uint8_t max_mtu = 5;     // IBV_MTU_4096
   uint8_t active_mtu = 5;  // path MTU the port reports active
@@ -56,6 +58,8 @@ class Device {
   // so a key of a deregistered MR never matches a later one.
   Errno reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access, MrInfo& out);
   Errno dereg_mr(Mr* mr);
+  // ibv_advise_mr on ODP regions (odp.h): prefetch faults the pages in.
+  Errno advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges, size_t n);
 
   // cqe: requested depth; the granted depth is written back.
   Cq* create_cq(uint32_t& cqe, void* user_context);

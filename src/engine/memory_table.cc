@@ -1,6 +1,8 @@
 // The memory table: key allocation with generations and the per-access protection check.
 #include "engine/memory_table.h"
 
+#include "engine/odp.h"
+
 namespace vrnic::engine {
 
 const char* to_string(AccessError e) {
@@ -10,28 +12,37 @@ const char* to_string(AccessError e) {
     case AccessError::kWrongPd: return "wrong PD";
     case AccessError::kNoPermission: return "no permission";
     case AccessError::kOutOfBounds: return "out of bounds";
+    case AccessError::kNotMapped: return "page not mapped";
   }
   return "?";
 }
 
 MemoryTable::~MemoryTable() {
-  for (Slot& s : slots_) delete s.mr;
+  for (Slot& s : slots_) {
+    delete s.mr;
+    delete s.mw;
+  }
+}
+
+int64_t MemoryTable::take_slot() {
+  if (!free_.empty()) {
+    uint32_t index = free_.back();
+    free_.pop_back();
+    return index;
+  }
+  // Index 0 is never used, so no valid key is below 256 (keys 0..255 are always invalid).
+  if (slots_.empty()) slots_.emplace_back();
+  if (slots_.size() >= (1u << (32 - kGenerationBits))) return -1;
+  slots_.emplace_back();
+  return static_cast<int64_t>(slots_.size() - 1);
 }
 
 Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_t access,
                      uint32_t max_mr) {
   if (live_ >= max_mr) return nullptr;
-  uint32_t index;
-  if (!free_.empty()) {
-    index = free_.back();
-    free_.pop_back();
-  } else {
-    // Index 0 is never used, so no valid key is below 256 (keys 0..255 are always invalid).
-    if (slots_.empty()) slots_.emplace_back();
-    if (slots_.size() >= (1u << (32 - kGenerationBits))) return nullptr;
-    index = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  int64_t slot = take_slot();
+  if (slot < 0) return nullptr;
+  uint32_t index = static_cast<uint32_t>(slot);
   Slot& s = slots_[index];
   auto* mr = new Mr;
   mr->pd = pd;
@@ -42,7 +53,55 @@ Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_
   mr->key = index << kGenerationBits | s.generation;
   s.mr = mr;
   ++live_;
+  alive_.insert(mr);
   return mr;
+}
+
+Mw* MemoryTable::add_mw(Pd* pd, uint8_t type, uint32_t max) {
+  if (mws_ >= max) return nullptr;
+  int64_t slot = take_slot();
+  if (slot < 0) return nullptr;
+  uint32_t index = static_cast<uint32_t>(slot);
+  Slot& s = slots_[index];
+  auto* mw = new Mw;
+  mw->pd = pd;
+  mw->type = type;
+  mw->rkey = index << kGenerationBits | s.generation;
+  s.mw = mw;
+  ++mws_;
+  alive_.insert(mw);
+  return mw;
+}
+
+bool MemoryTable::remove_mw(Mw* mw) {
+  if (!has_mw(mw)) return false;
+  Slot& s = slots_[mw->rkey >> kGenerationBits];
+  if (mw->bound && mw->mr != nullptr) --mw->mr->windows;
+  s.mw = nullptr;
+  ++s.generation;
+  free_.push_back(mw->rkey >> kGenerationBits);
+  --mws_;
+  alive_.erase(mw);
+  delete mw;
+  return true;
+}
+
+bool MemoryTable::has_mw(const Mw* mw) const {
+  if (mw == nullptr || alive_.count(mw) == 0) return false;
+  uint32_t index = mw->rkey >> kGenerationBits;
+  return index < slots_.size() && slots_[index].mw == mw;
+}
+
+bool MemoryTable::has_mr(const Mr* mr) const {
+  if (mr == nullptr || alive_.count(mr) == 0) return false;
+  return find(mr->key) == mr;
+}
+
+Mw* MemoryTable::find_mw(uint32_t rkey) const {
+  uint32_t index = rkey >> kGenerationBits;
+  if (index >= slots_.size()) return nullptr;
+  Mw* mw = slots_[index].mw;
+  return mw != nullptr && mw->rkey == rkey ? mw : nullptr;
 }
 
 bool MemoryTable::remove(Mr* mr) {
@@ -54,6 +113,7 @@ bool MemoryTable::remove(Mr* mr) {
   ++s.generation;  // the next MR in this slot gets a different key
   free_.push_back(index);
   --live_;
+  alive_.erase(mr);
   delete mr;
   return true;
 }
@@ -81,6 +141,15 @@ uint8_t* MemoryTable::check(uint32_t key, const Pd* pd, uint64_t va, uint64_t le
     if (end < va) return fail(AccessError::kOutOfBounds);  // va + len wraps
     if (va < mr->iova || end > mr->iova + mr->length) return fail(AccessError::kOutOfBounds);
   }
+  if (__builtin_expect((mr->access & kOnDemand) != 0, 0)) {
+    // Not pinned: the pages must be there now (an implicit region has host 0, iova = va).
+    auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(mr->host) + (va - mr->iova));
+    if (len != 0 &&
+        !odp_pages_present(p, len, (required & (kLocalWrite | kRemoteWrite | kRemoteAtomic)) != 0))
+      return fail(AccessError::kNotMapped);
+    if (err) *err = AccessError::kOk;
+    return p;
+  }
   if (err) *err = AccessError::kOk;
   if (len == 0 && (va < mr->iova || va > mr->iova + mr->length)) return mr->host;
   return mr->host + (va - mr->iova);
@@ -94,6 +163,40 @@ uint8_t* MemoryTable::check_local(uint32_t lkey, const Pd* pd, uint64_t va, uint
 uint8_t* MemoryTable::check_remote(uint32_t rkey, const Pd* pd, uint64_t va, uint64_t len,
                                    uint32_t required, AccessError* err) const {
   return check(rkey, pd, va, len, required, err);
+}
+
+uint8_t* MemoryTable::check_remote(uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va,
+                                   uint64_t len, uint32_t required, AccessError* err) const {
+  uint32_t index = rkey >> kGenerationBits;
+  if (index < slots_.size() && slots_[index].mw != nullptr)
+    return check_window(*slots_[index].mw, rkey, pd, qpn, va, len, required, err);
+  return check(rkey, pd, va, len, required, err);
+}
+
+// A window access (IBA 10.6.7.2 / o10-37.2.?): the window must be bound, of this PD (and for
+// type 2 bound through this QP), allow the access, and cover the range; the bytes are then
+// those of the MR under it.
+uint8_t* MemoryTable::check_window(const Mw& mw, uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va,
+                                   uint64_t len, uint32_t required, AccessError* err) const {
+  auto fail = [&](AccessError e) -> uint8_t* {
+    if (err) *err = e;
+    return nullptr;
+  };
+  if (mw.rkey != rkey || !mw.bound || mw.mr == nullptr) return fail(AccessError::kBadKey);
+  if (mw.pd != pd || (mw.type == 2 && mw.qpn != qpn)) return fail(AccessError::kWrongPd);
+  if ((mw.access & required) != required) return fail(AccessError::kNoPermission);
+  const uint64_t base = (mw.access & kZeroBased) ? 0 : mw.addr;
+  uint64_t end = va + len;
+  if (end < va || va < base || end > base + mw.length) return fail(AccessError::kOutOfBounds);
+  // Translated into the MR: its own remote access bits do not apply to a window access.
+  const Mr& mr = *mw.mr;
+  const uint64_t mr_va = mw.addr + (va - base);
+  auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(mr.host) + (mr_va - mr.iova));
+  if ((mr.access & kOnDemand) && len != 0 &&
+      !odp_pages_present(p, len, (required & (kRemoteWrite | kRemoteAtomic)) != 0))
+    return fail(AccessError::kNotMapped);
+  if (err) *err = AccessError::kOk;
+  return p;
 }
 
 }  // namespace vrnic::engine

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/types.h"
@@ -22,10 +23,29 @@ class Mr {
   uint64_t length = 0;
   uint32_t access = 0;
   uint32_t key = 0;  // lkey == rkey
+  uint32_t windows = 0;  // memory windows bound to it (dereg_mr is refused while > 0)
+};
+
+// A memory window (IBA 10.6.7): an rkey for a sub-range of an MR, bound and invalidated
+// through a QP's send queue (type 2) or the Bind MW verb (type 1). Its rkey shares the MR key
+// space: index << 8 | an 8-bit key the consumer picks at each bind.
+class Mw {
+ public:
+  Pd* pd = nullptr;
+  uint8_t type = 1;
+  uint32_t rkey = 0;
+  bool bound = false;
+  Mr* mr = nullptr;  // while bound
+  uint64_t addr = 0, length = 0;  // in the MR's iova space
+  uint32_t access = 0;            // remote read / write / atomic, kZeroBased
+  uint32_t qpn = 0;               // type 2: the QP it was bound through (type 2B, 10.6.7.2.?)
 };
 
 // Why an access was refused (the caller maps it to a NAK or a completion status).
-enum class AccessError : uint8_t { kOk, kBadKey, kWrongPd, kNoPermission, kOutOfBounds };
+enum class AccessError : uint8_t {
+  kOk, kBadKey, kWrongPd, kNoPermission, kOutOfBounds,
+  kNotMapped,  // ODP region: a page of the range is not mapped (or not writable) now
+};
 const char* to_string(AccessError e);
 
 // key = slot index << 8 | 8-bit generation: a slot is reused only with the next generation,
@@ -44,6 +64,12 @@ class MemoryTable {
   // Removes an MR; false if it is not registered here.
   bool remove(Mr* mr);
   Mr* find(uint32_t key) const;
+  // Memory windows live in the same slots; the key is index << 8 | generation at first.
+  Mw* add_mw(Pd* pd, uint8_t type, uint32_t max);
+  bool remove_mw(Mw* mw);
+  Mw* find_mw(uint32_t rkey) const;  // by the window's current rkey
+  bool has_mw(const Mw* mw) const;   // still allocated here (safe for a freed pointer)
+  bool has_mr(const Mr* mr) const;   // still registered here (safe for a freed pointer)
   size_t size() const { return live_; }
 
   // Bounds (including va + len overflow), access and PD are all checked before the caller
@@ -53,18 +79,30 @@ class MemoryTable {
                        uint32_t required, AccessError* err = nullptr) const;
   uint8_t* check_remote(uint32_t rkey, const Pd* pd, uint64_t va, uint64_t len,
                         uint32_t required, AccessError* err = nullptr) const;
+  // As above, the rkey may also name a memory window; qpn is the QP the request came in on
+  // (a type 2 window answers only there).
+  uint8_t* check_remote(uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va, uint64_t len,
+                        uint32_t required, AccessError* err = nullptr) const;
 
  private:
   struct Slot {
     Mr* mr = nullptr;
+    Mw* mw = nullptr;
     uint8_t generation = 0;
   };
   uint8_t* check(uint32_t key, const Pd* pd, uint64_t va, uint64_t len, uint32_t required,
                  AccessError* err) const;
+  uint8_t* check_window(const Mw& mw, uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va, uint64_t len,
+                        uint32_t required, AccessError* err) const;
+  int64_t take_slot();
 
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   size_t live_ = 0;
+  size_t mws_ = 0;
+  // Regions and windows alive, by address: a bind WQE names both by pointer and runs later,
+  // when either may be gone.
+  std::unordered_set<const void*> alive_;
 };
 
 }  // namespace vrnic::engine

@@ -15,6 +15,7 @@ namespace vrnic::engine {
 
 class Cq;
 class Pd;
+class Srq;
 
 // The SGE list of a WQE: up to 4 entries without an allocation.
 using SgeList = SmallVec<Sge, 4>;
@@ -30,6 +31,8 @@ struct SendWqe {
   uint32_t rkey = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
+  MwBindInfo bind;          // kBindMw
+  bool type1_bind = false;  // kBindMw from the Bind MW verb (type 1 windows only)
   SgeList sges;
   SmallVec<uint8_t, 64> inline_data;  // copied at post time when kSendInline
   uint32_t length = 0;               // message length in bytes (8 for atomics)
@@ -47,6 +50,8 @@ struct SendWqe {
     return opcode == WrOpcode::kRdmaRead || opcode == WrOpcode::kAtomicCmpSwp ||
            opcode == WrOpcode::kAtomicFetchAdd;
   }
+  // Bind and local invalidate: executed by the send queue, no packet, no PSN.
+  bool is_local() const { return opcode == WrOpcode::kBindMw || opcode == WrOpcode::kLocalInv; }
   bool is_atomic() const {
     return opcode == WrOpcode::kAtomicCmpSwp || opcode == WrOpcode::kAtomicFetchAdd;
   }
@@ -104,6 +109,7 @@ class Qp {
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;  // receives come from this SRQ (the QP's own rq stays empty)
   bool sq_sig_all = false;
   void* user_context = nullptr;
   QpCap cap;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "engine/completer.h"
+#include "engine/mw.h"
 #include "wire/opcode.h"
 #include "wire/psn.h"
 
@@ -155,18 +156,29 @@ void send_atomic(Core& c, Qp& qp, SendWqe& w) {
   count_sent(c, qp, w.first_psn, 1);
 }
 
+WcStatus run_local(Core& c, Qp& qp, const SendWqe& w) {
+  if (w.opcode == WrOpcode::kLocalInv) return mw_local_invalidate(c, qp, w.invalidate_rkey);
+  // The Bind MW verb binds type 1 windows only, IBV_WR_BIND_MW type 2 only.
+  if (!c.mem.has_mw(w.bind.mw) || (w.bind.mw->type == 1) != w.type1_bind)
+    return WcStatus::kMwBindErr;
+  return mw_bind(c, qp, w.bind);
+}
+
 }  // namespace
 
-Errno requester_post(Core& c, Qp& qp, const SendWr& wr) {
+Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
   QpState s = qp.state();
   if (s != QpState::kRts && s != QpState::kSqd && s != QpState::kErr) return EINVAL;
   switch (wr.opcode) {
     case WrOpcode::kRdmaWrite: case WrOpcode::kRdmaWriteWithImm: case WrOpcode::kSend:
     case WrOpcode::kSendWithImm: case WrOpcode::kRdmaRead: case WrOpcode::kAtomicCmpSwp:
-    case WrOpcode::kAtomicFetchAdd: case WrOpcode::kSendWithInv:
+    case WrOpcode::kAtomicFetchAdd: case WrOpcode::kSendWithInv: case WrOpcode::kLocalInv:
+      break;
+    case WrOpcode::kBindMw:
+      if (wr.bind.mw == nullptr) return EINVAL;
       break;
     default:
-      return EINVAL;  // memory windows and local invalidate are not supported yet
+      return EINVAL;
   }
   if (wr.num_sge > qp.cap.max_send_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
@@ -176,6 +188,9 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr) {
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
   if (total > (uint64_t{1} << 31)) return EINVAL;  // max message size 2^31 (o10-2.2.?)
+  if ((wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv) && wr.num_sge != 0)
+    total = 0;  // no data: SGEs of a bind / local invalidate are ignored
+
   bool atomic = wr.opcode == WrOpcode::kAtomicCmpSwp || wr.opcode == WrOpcode::kAtomicFetchAdd;
   if (atomic && (wr.num_sge != 1 || wr.sg_list[0].length < 8)) return EINVAL;
   if (wr.send_flags & kSendInline) {
@@ -201,6 +216,10 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr) {
   w.rkey = wr.rkey;
   w.compare_add = wr.compare_add;
   w.swap = wr.swap;
+  if (wr.opcode == WrOpcode::kBindMw) {
+    w.bind = wr.bind;
+    w.type1_bind = type1_bind;
+  }
   w.length = atomic ? 8 : static_cast<uint32_t>(total);
   if (atomic) w.sges[0].length = 8;
   w.signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled);
@@ -262,6 +281,28 @@ void requester_progress(Core& c, Qp& qp) {
   uint32_t mtu = qp.mtu();
   while (r.cursor < qp.sq.size()) {
     SendWqe& w = qp.sq[r.cursor];
+    if (w.is_local()) {
+      // A bind or local invalidate runs when the queue reaches it; it completes (in order)
+      // as soon as the WQEs before it have.
+      if (!w.started) {
+        if (w.local_status != WcStatus::kSuccess) break;
+        if (qp.state() == QpState::kSqd) break;
+        if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) break;  // 10.8.3.3
+        WcStatus st = run_local(c, qp, w);
+        if (st != WcStatus::kSuccess) {
+          w.local_status = st;
+          completer_check_front(c, qp);
+          break;
+        }
+        w.started = true;
+        w.first_psn = r.next_new_psn;
+        w.npkts = 0;
+      }
+      ++r.cursor;
+      r.cursor_pkt = 0;
+      completer_retire_local(c, qp);
+      continue;
+    }
     if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
     uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
     if (in_flight >= kSendWindow || !budget_allows(c, qp, in_flight, 1)) break;

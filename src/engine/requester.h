@@ -23,7 +23,8 @@ inline constexpr uint32_t kDeviceWindow = 1024;
 inline constexpr uint32_t kReadChunkPackets = kSendWindow;
 
 // Checks one WR against the QP (C10-?? / 11.4.1.1) and queues it. Returns 0 or an errno.
-Errno requester_post(Core& c, Qp& qp, const SendWr& wr);
+// type1_bind: the WR comes from the Bind MW verb (Device::bind_mw), not from post_send.
+Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind = false);
 // Sends whatever the window, the rd/atomic limit, fences and RNR waits allow.
 void requester_progress(Core& c, Qp& qp);
 // Repositions the send cursor so that the next packet sent has PSN psn (Go-Back-N).

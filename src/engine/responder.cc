@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "engine/mw.h"
+#include "engine/srq.h"
 #include "wire/opcode.h"
 #include "wire/psn.h"
 
@@ -92,15 +94,23 @@ void accept(Core& c, Qp& qp, const wire::Packet& p, uint32_t span) {
   if (p.bth.ack_req) queue_ack(c, qp);
 }
 
-bool take_recv(Qp& qp) {
+// Fetches the receive WQE the next message consumes: from the QP's SRQ or its own queue.
+bool take_recv(Core& c, Qp& qp) {
   ResponderState& s = qp.resp;
   if (s.have_recv) return true;
-  if (qp.rq.empty()) return false;
-  s.recv = std::move(qp.rq.front());
-  qp.rq.pop_front();
+  if (qp.srq != nullptr) {
+    if (!srq_take(c, *qp.srq, s.recv)) return false;
+  } else {
+    if (qp.rq.empty()) return false;
+    s.recv = std::move(qp.rq.front());
+    qp.rq.pop_front();
+  }
   s.have_recv = true;
   return true;
 }
+
+// The receive WQE's SGEs belong to the PD of the queue they were posted to.
+const Pd* recv_pd(const Qp& qp) { return qp.srq != nullptr ? qp.srq->pd : qp.pd; }
 
 void rnr_nak(Core& c, Qp& qp, uint32_t psn) {
   responder_flush_ack(c, qp);
@@ -119,7 +129,7 @@ void on_send(Core& c, Qp& qp, const wire::Packet& p) {
     return invalid_request(c, qp, p.bth.psn);
   if (n > mtu || (!info.last() && n != mtu)) return invalid_request(c, qp, p.bth.psn);
   if (info.first()) {
-    if (!take_recv(qp)) return rnr_nak(c, qp, p.bth.psn);  // 9.7.5.2.8
+    if (!take_recv(c, qp)) return rnr_nak(c, qp, p.bth.psn);  // 9.7.5.2.8
     s.op = ResponderState::Op::kSend;
     s.placed = 0;
   }
@@ -128,14 +138,29 @@ void on_send(Core& c, Qp& qp, const wire::Packet& p) {
     return fail(c, qp, p.bth.psn, kNakInvRequest, AsyncEventType::kQpReqErr,
                 WcStatus::kLocLenErr);
   }
-  if (!c.scatter(qp.pd, s.recv.sges, s.placed, p.payload.data(), n))
+  if (!c.scatter(recv_pd(qp), s.recv.sges, s.placed, p.payload.data(), n))
     return fail(c, qp, p.bth.psn, kNakRemOp, AsyncEventType::kQpFatal, WcStatus::kLocProtErr);
   s.placed += n;
   accept(c, qp, p, 1);
   if (info.last()) {
     uint32_t flags = 0, imm = 0;
     if (info.has(wire::kHasImm)) { flags = kWcWithImm; imm = p.imm; }
-    if (info.has(wire::kHasIeth)) { flags = kWcWithInv; imm = p.ieth_rkey; }
+    if (info.has(wire::kHasIeth)) {
+      flags = kWcWithInv;
+      imm = p.ieth_rkey;
+      if (!mw_remote_invalidate(c, qp, p.ieth_rkey)) {
+        // An rkey this QP may not invalidate (class J, 9.9.3.1.?): the message is received
+        // and acknowledged, its receive completes in error and the QP goes to ERR.
+        complete_recv(c, qp, s.recv, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
+                      static_cast<uint32_t>(s.placed), flags, imm, false);
+        s.have_recv = false;
+        s.op = ResponderState::Op::kNone;
+        s.msn = psn_add(s.msn, 1);
+        responder_flush_ack(c, qp);
+        c.enter_error(qp);
+        return;
+      }
+    }
     complete_recv(c, qp, s.recv, WcStatus::kSuccess, WcOpcode::kRecv,
                   static_cast<uint32_t>(s.placed), flags, imm, p.bth.solicited);
     s.have_recv = false;
@@ -156,7 +181,7 @@ void on_write(Core& c, Qp& qp, const wire::Packet& p) {
     uint64_t len = p.reth.dma_len;
     // The whole target range is checked once, before the first byte (C9-?? 9.7.4.1.?);
     // a zero-length WRITE checks no R_Key (9.4.2).
-    if (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, p.reth.va, len, kRemoteWrite) == nullptr)
+    if (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, qp.qpn, p.reth.va, len, kRemoteWrite) == nullptr)
       return access_error(c, qp, psn);
     s.write_va = p.reth.va;
     s.write_rkey = p.reth.rkey;
@@ -170,9 +195,9 @@ void on_write(Core& c, Qp& qp, const wire::Packet& p) {
       (info.last() && n != s.write_left))
     return invalid_request(c, qp, psn);
   bool imm = info.has(wire::kHasImm);
-  if (imm && !take_recv(qp)) return rnr_nak(c, qp, psn);  // before any byte of this packet
+  if (imm && !take_recv(c, qp)) return rnr_nak(c, qp, psn);  // before any byte of this packet
   if (n != 0) {
-    uint8_t* dst = c.mem.check_remote(s.write_rkey, qp.pd, s.write_va, n, kRemoteWrite);
+    uint8_t* dst = c.mem.check_remote(s.write_rkey, qp.pd, qp.qpn, s.write_va, n, kRemoteWrite);
     if (dst == nullptr) return access_error(c, qp, psn);  // MR gone mid-message
     std::memcpy(dst, p.payload.data(), n);
   }
@@ -202,7 +227,7 @@ bool send_read_responses(Core& c, Qp& qp, uint32_t psn0, uint64_t va, uint32_t r
     if (len == 0) sz = 0;
     const uint8_t* src = nullptr;
     if (sz != 0) {
-      src = c.mem.check_remote(rkey, qp.pd, va + off, sz, kRemoteRead);
+      src = c.mem.check_remote(rkey, qp.pd, qp.qpn, va + off, sz, kRemoteRead);
       if (src == nullptr) return false;
     }
     wire::Packet p;
@@ -228,7 +253,7 @@ void on_read(Core& c, Qp& qp, const wire::Packet& p) {
   if (!(qp.attr.qp_access_flags & kRemoteRead)) return access_error(c, qp, psn);
   uint64_t len = p.reth.dma_len;
   if (len > (uint64_t{1} << 31)) return invalid_request(c, qp, psn);
-  if (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, p.reth.va, len, kRemoteRead) == nullptr)
+  if (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, qp.qpn, p.reth.va, len, kRemoteRead) == nullptr)
     return access_error(c, qp, psn);
   uint32_t span = packets_for(len, qp.mtu());
   AckEntry e;
@@ -253,7 +278,7 @@ void on_atomic(Core& c, Qp& qp, const wire::Packet& p) {
   if (!(qp.attr.qp_access_flags & kRemoteAtomic)) return access_error(c, qp, psn);
   // C9-?? an atomic on a VA that is not 8-byte aligned is an Invalid Request.
   if (p.atomic.va & 7) return invalid_request(c, qp, psn);
-  uint8_t* host = c.mem.check_remote(p.atomic.rkey, qp.pd, p.atomic.va, 8, kRemoteAtomic);
+  uint8_t* host = c.mem.check_remote(p.atomic.rkey, qp.pd, qp.qpn, p.atomic.va, 8, kRemoteAtomic);
   if (host == nullptr) return access_error(c, qp, psn);
   if (reinterpret_cast<uintptr_t>(host) & 7) return invalid_request(c, qp, psn);
   auto* word = reinterpret_cast<uint64_t*>(host);

@@ -65,6 +65,7 @@ def cases():
     # 256 QPs between two processes, 200 x 64 KiB each (the device window at work).
     c["ib_write_bw_q256"] = perftest("ib_write_bw", ["-q", "256", "-n", "200"])
     ext_cases(c)
+    srq_mw_odp_cases(c)
     return c
 
 
@@ -78,6 +79,20 @@ def ext_cases(c):
     # 64 B fits max_inline_data: rc_pingpong then puts IBV_SEND_INLINE in wr_flags.
     c["rc_pingpong_new_send_64"] = pingpong(["-N", "-s", "64"])
     c["ib_send_bw_cq_mod16"] = perftest("ib_send_bw", ["--cq-mod=16"])
+
+
+def srq_mw_odp_cases(c):
+    """Shared receive queues and on-demand paging."""
+    c["srq_pingpong"] = pingpong(prog="ibv_srq_pingpong")
+    c["ib_send_bw_srq"] = perftest("ib_send_bw", ["--use-srq"])
+    c["rc_pingpong_odp"] = pingpong(["-o"])
+    c["rc_pingpong_odp_implicit"] = pingpong(["-O"])
+    c["rc_pingpong_odp_prefetch"] = dict(pingpong(["-o", "-P"]), forbid=["Couldn't prefetch"])
+    c["ib_write_bw_odp"] = perftest("ib_write_bw", ["--odp"])
+    c["ib_send_bw_odp"] = perftest("ib_send_bw", ["--odp"])
+    c["srq_pingpong_events"] = pingpong(["-e"], prog="ibv_srq_pingpong")
+    c["ib_send_lat_srq"] = perftest("ib_send_lat", ["--use-srq"])
+    c["ib_read_bw_odp"] = perftest("ib_read_bw", ["--odp"])
 
 
 def resolve(argv, bindir):
@@ -191,6 +206,8 @@ def run_case(name, spec, vrnic, bindir, timeout):
                 problems += [f"{tag}: {p}" for p in check_output(spec["kind"], out)]
             elif spec["kind"] == "integrity":
                 problems += [f"{tag}: {p}" for p in check_output("integrity", out)]
+            # Messages a program prints but survives (e.g. "Couldn't prefetch MR").
+            problems += [f"{tag}: printed {m!r}" for m in spec.get("forbid", ()) if m in out]
         if spec.get("pcap") and not problems:
             problems += check_captures(bindir, sorted(os.path.join(tmp, f) for f in os.listdir(tmp)
                                                       if f.endswith(".pcap")))
