@@ -5,17 +5,6 @@
 
 using vrnic::abi::fail_null;
 
-// Address handles: UD is not supported yet.
-VRNIC_EXPORT ibv_ah* ibv_create_ah(ibv_pd*, ibv_ah_attr*) { return fail_null<ibv_ah>(EOPNOTSUPP); }
-VRNIC_EXPORT int ibv_destroy_ah(ibv_ah*) { return EOPNOTSUPP; }
-VRNIC_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t) {
-  return fail_null<ibv_ah>(EOPNOTSUPP);
-}
-VRNIC_EXPORT int ibv_init_ah_from_wc(ibv_context*, uint8_t, ibv_wc*, ibv_grh*, ibv_ah_attr*) {
-  errno = EOPNOTSUPP;
-  return -1;
-}
-
 // Shared receive queues.
 VRNIC_EXPORT ibv_srq* ibv_create_srq(ibv_pd*, ibv_srq_init_attr*) {
   return fail_null<ibv_srq>(EOPNOTSUPP);
@@ -23,10 +12,6 @@ VRNIC_EXPORT ibv_srq* ibv_create_srq(ibv_pd*, ibv_srq_init_attr*) {
 VRNIC_EXPORT int ibv_modify_srq(ibv_srq*, ibv_srq_attr*, int) { return EOPNOTSUPP; }
 VRNIC_EXPORT int ibv_query_srq(ibv_srq*, ibv_srq_attr*) { return EOPNOTSUPP; }
 VRNIC_EXPORT int ibv_destroy_srq(ibv_srq*) { return EOPNOTSUPP; }
-
-// Multicast (UD only).
-VRNIC_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-VRNIC_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
 
 // Memory: re-registration and dma-buf.
 VRNIC_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) { return EOPNOTSUPP; }

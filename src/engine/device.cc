@@ -141,11 +141,8 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   Impl& d = *impl_;
   const DeviceLimits& l = d.core.config.limits;
   err = 0;
-  if (init.type == QpType::kUd || init.type == QpType::kUc) {
-    err = EOPNOTSUPP;  // UD and UC come with a later issue
-    return nullptr;
-  }
-  if (init.type != QpType::kRc || !d.has_pd(init.pd) || !d.has_cq(init.send_cq) ||
+  bool known = init.type == QpType::kRc || init.type == QpType::kUc || init.type == QpType::kUd;
+  if (!known || !d.has_pd(init.pd) || !d.has_cq(init.send_cq) ||
       !d.has_cq(init.recv_cq)) {
     err = EINVAL;
     return nullptr;
@@ -313,11 +310,34 @@ Errno Device::destroy_qp(Qp* qp) {
   auto drop = [&](std::vector<Qp*>& v) { v.erase(std::remove(v.begin(), v.end(), qp), v.end()); };
   drop(d.core.ack_pending);
   drop(d.core.tx_ready);
+  ud_forget_qp(d.core, *qp);
   --qp->pd->users;
   --qp->send_cq->users;
   --qp->recv_cq->users;
   d.qps.erase(qp->qpn);
   return 0;
+}
+
+// --- address handles and multicast (ud.cc) -------------------------------------------------
+
+Ah* Device::create_ah(Pd* pd, const AddressVector& av, Errno& err) {
+  if (!impl_->has_pd(pd)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  return ud_create_ah(impl_->core, pd, av, err);
+}
+
+Errno Device::destroy_ah(Ah* ah) { return ud_destroy_ah(impl_->core, ah); }
+
+Errno Device::attach_mcast(Qp* qp, const Gid& gid, uint16_t) {
+  if (qp == nullptr || impl_->find_qp(qp->qpn) != qp) return EINVAL;
+  return ud_attach_mcast(impl_->core, *qp, gid);
+}
+
+Errno Device::detach_mcast(Qp* qp, const Gid& gid, uint16_t) {
+  if (qp == nullptr || impl_->find_qp(qp->qpn) != qp) return EINVAL;
+  return ud_detach_mcast(impl_->core, *qp, gid);
 }
 
 // --- fast path ------------------------------------------------------------------------------
@@ -373,13 +393,32 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
     ++ctr.rx_cnp;  // congestion control reacts here in a later issue
     return;
   }
+  if (info.transport == wire::Transport::kUd && p.bth.dest_qp == kMulticastQpn) {
+    ++ctr.rx_send;
+    ud_receive_multicast(core, p, pkt.ip);  // ud.cc
+    return;
+  }
   Qp* qp = find_qp(p.bth.dest_qp);
   if (qp == nullptr) {
     ++ctr.rx_unknown_qp;
     return;
   }
-  if (info.transport != wire::Transport::kRc) {
-    ++ctr.rx_malformed;  // a UC / UD opcode for an RC QP (9.6.1.? transport check)
+  const wire::Transport want = qp->type == QpType::kUd   ? wire::Transport::kUd
+                               : qp->type == QpType::kUc ? wire::Transport::kUc
+                                                         : wire::Transport::kRc;
+  if (info.transport != want) {
+    ++ctr.rx_malformed;  // an opcode of another transport than the QP's (9.6.1.? check)
+    return;
+  }
+  if (qp->type == QpType::kUd) {
+    // A datagram QP takes packets from any source; its Q_Key guards it (ud.cc).
+    ++ctr.rx_send;
+    QpState s = qp->state();
+    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd) {
+      ++ctr.rx_bad_state;
+      return;
+    }
+    ud_receive(core, *qp, p, pkt.ip);
     return;
   }
   // A connected QP takes packets from its peer's address only (IBA 9.6.1: for RC the source
@@ -409,7 +448,8 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
       ++ctr.rx_bad_state;
       return;
     }
-    responder_receive(core, *qp, p);
+    if (qp->type == QpType::kUc) uc_receive(core, *qp, p);  // ud.cc
+    else responder_receive(core, *qp, p);
   } else {
     if (s != QpState::kRts && s != QpState::kSqd) {
       ++ctr.rx_bad_state;

@@ -163,6 +163,8 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr) {
     default:
       return EINVAL;  // memory windows and local invalidate are not supported yet
   }
+  if (qp.type != QpType::kRc)
+    if (Errno e = unreliable_check_post(c, qp, wr)) return e;  // ud.cc
   if (wr.num_sge > qp.cap.max_send_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
   if (qp.sq.size() >= qp.cap.max_send_wr) return ENOMEM;
@@ -199,6 +201,13 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr) {
   w.length = atomic ? 8 : static_cast<uint32_t>(total);
   if (atomic) w.sges[0].length = 8;
   w.signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled);
+  if (qp.type == QpType::kUd) {
+    w.remote_qpn = wr.remote_qpn & 0xffffff;
+    // C10-15: a Q_Key with the high-order bit set means the QP's own Q_Key (IBA 10.2.5).
+    w.remote_qkey = (wr.remote_qkey & kPrivilegedQkeyBit) ? qp.attr.qkey : wr.remote_qkey;
+    w.dst_ipv6 = wr.ah->ipv6;
+    w.dst = wr.ah->dst;
+  }
   qp.sq.push_back(std::move(w));
   return 0;
 }
@@ -236,6 +245,7 @@ void requester_go_back(Core& c, Qp& qp, uint32_t psn) {
 }
 
 void requester_progress(Core& c, Qp& qp) {
+  if (qp.type != QpType::kRc) return unreliable_progress(c, qp);  // ud.cc
   RequesterState& r = qp.req;
   if (!qp.sending() || r.rnr_deadline != 0) return;
   uint32_t mtu = qp.mtu();

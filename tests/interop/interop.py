@@ -62,7 +62,18 @@ def cases():
         c["pcap_" + tool] = dict(perftest(tool, ["-n", "200"]), pcap=True)
     c["ib_atomic_bw_cas"] = perftest("ib_atomic_bw", ["-A", "CMP_AND_SWAP"])
     c["ib_atomic_lat_cas"] = perftest("ib_atomic_lat", ["-A", "CMP_AND_SWAP"])
+    ud_uc_cases(c)
     return c
+
+
+def ud_uc_cases(c):
+    """Datagram (UD) and unreliable connected (UC) QPs."""
+    c["ud_pingpong"] = pingpong(prog="ibv_ud_pingpong")
+    c["uc_pingpong"] = pingpong(prog="ibv_uc_pingpong")
+    c["ib_send_bw_ud"] = perftest("ib_send_bw", ["-c", "UD"])
+    c["ib_send_lat_ud"] = perftest("ib_send_lat", ["-c", "UD"])
+    c["ib_send_bw_uc"] = perftest("ib_send_bw", ["-c", "UC"])
+    c["ib_write_bw_uc"] = perftest("ib_write_bw", ["-c", "UC"])
 
 
 def resolve(argv, bindir):
