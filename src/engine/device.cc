@@ -414,7 +414,7 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
     // A datagram QP takes packets from any source; its Q_Key guards it (ud.cc).
     ++ctr.rx_send;
     QpState s = qp->state();
-    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd) {
+    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd && s != QpState::kSqe) {
       ++ctr.rx_bad_state;
       return;
     }
@@ -444,7 +444,9 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   QpState s = qp->state();
   if (request) {
     // The responder works from RTR on (IBA 10.3.1: RTR accepts requests, sends responses).
-    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd) {
+    // (UC also in SQE: a send queue error leaves the receive side working, IBA 10.3.1.)
+    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd &&
+        !(s == QpState::kSqe && qp->type == QpType::kUc)) {
       ++ctr.rx_bad_state;
       return;
     }

@@ -154,6 +154,14 @@ void retire(Core& c, Qp& qp, WcStatus st) {
   qp.req.cursor_pkt = 0;
 }
 
+// A send WQE failed locally: UD and UC QPs go to SQE, not ERR (IBA 10.3.1: the send queue
+// stops, its other WQEs flush, the receive queue keeps working until SQE -> RTS).
+void send_queue_error(Core& c, Qp& qp, WcStatus st) {
+  retire(c, qp, st);
+  while (!qp.sq.empty()) retire(c, qp, WcStatus::kWrFlushErr);
+  qp.attr.qp_state = QpState::kSqe;
+}
+
 // Sends packet k of the front WQE; false when its memory failed the check.
 bool send_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
   const bool ud = qp.type == QpType::kUd;
@@ -307,22 +315,14 @@ void unreliable_progress(Core& c, Qp& qp) {
     SendWqe& w = qp.sq.front();
     if (!w.started) {
       if (qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
-      if (!check_local_sges(c, qp, w)) {
-        retire(c, qp, WcStatus::kLocProtErr);
-        c.enter_error(qp);
-        return;
-      }
+      if (!check_local_sges(c, qp, w)) return send_queue_error(c, qp, WcStatus::kLocProtErr);
       w.started = true;
       w.first_psn = r.next_psn;
       const uint32_t mtu = ud ? ud_mtu(c) : qp.mtu();
       w.npkts = w.length == 0 ? 1 : static_cast<uint32_t>((uint64_t{w.length} + mtu - 1) / mtu);
       r.cursor_pkt = 0;
     }
-    if (!send_packet(c, qp, w, r.cursor_pkt)) {
-      retire(c, qp, WcStatus::kLocProtErr);
-      c.enter_error(qp);
-      return;
-    }
+    if (!send_packet(c, qp, w, r.cursor_pkt)) return send_queue_error(c, qp, WcStatus::kLocProtErr);
     r.next_psn = psn_add(r.next_psn, 1);
     r.next_new_psn = r.una = r.high_psn = r.next_psn;
     if (++r.cursor_pkt >= w.npkts) retire(c, qp, WcStatus::kSuccess);
@@ -387,7 +387,8 @@ void ud_receive_multicast(Core& c, const wire::Packet& p, const wire::IpUdpInfo&
   std::vector<Qp*> members = it->second;
   for (Qp* qp : members) {
     QpState s = qp->state();
-    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd) continue;
+    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd && s != QpState::kSqe)
+      continue;
     ud_receive(c, *qp, p, ip);
   }
 }

@@ -307,6 +307,39 @@ TEST_F(Ud, post_send__rejects_non_send_opcodes_and_bad_ah) {
   EXPECT_TRUE(a.poll().empty());
 }
 
+TEST_F(Ud, local_protection_error__send_queue_error_state_receive_still_works) {
+  Buffer& src = a.reg(64);
+  Buffer& dst = a.reg(1024);
+  Sge bad{src.addr(), 64, src.mr.lkey + 0x100};  // a key no MR has
+  Sge good{src.addr(), 64, src.mr.lkey};
+  ASSERT_EQ(post_send(a, qa, ud_wr(1, &bad, to_b, bqpn())), 0);
+  auto sc = a.poll();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, WcStatus::kLocProtErr);
+  EXPECT_EQ(state_of(a, qa), QpState::kSqe);
+  EXPECT_EQ(a.ctr().tx_packets, 0u);
+  // The receive queue keeps working in SQE.
+  Ah* to_a = make_ah(b, a.gid);
+  Buffer& bsrc = b.reg(32);
+  Sge bs{bsrc.addr(), 32, bsrc.mr.lkey};
+  ASSERT_EQ(post_recv(a, qa, 5, {{dst.addr(), 1024, dst.mr.lkey}}), 0);
+  ASSERT_EQ(post_send(b, qb, ud_wr(1, &bs, to_a, a.dev->qp_num(qa))), 0);
+  ASSERT_TRUE(f.run());
+  auto rc = a.poll();
+  ASSERT_EQ(rc.size(), 1u);
+  EXPECT_EQ(rc[0].wr_id, 5u);
+  EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
+  // SQE -> RTS resumes sending.
+  QpAttr attr;
+  attr.qp_state = QpState::kRts;
+  ASSERT_EQ(a.dev->modify_qp(qa, attr, kAttrState), 0);
+  ASSERT_EQ(post_send(a, qa, ud_wr(2, &good, to_b, bqpn())), 0);
+  sc = a.poll();
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(a.ctr().tx_packets, 1u);
+}
+
 TEST_F(Ud, any_source__datagrams_from_two_nodes_land_on_one_qp) {
   Node& c = f.add_node(3);
   Qp* qc = make_qp(c, QpType::kUd);
