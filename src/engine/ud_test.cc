@@ -468,6 +468,80 @@ TEST_F(Ud, multicast__attach_and_detach_validation) {
   EXPECT_EQ(a.ctr().rx_mcast_packets, 0u);
 }
 
+// Over IPv6 the GRH area holds the packet's IPv6 header.
+TEST(UdIpv6, grh_is_the_ipv6_header) {
+  transport::LoopWire wire(1);
+  std::array<uint8_t, 16> addr[2] = {{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+                                     {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}};
+  RecordingSink sink[2];
+  std::unique_ptr<Device> dev[2];
+  Pd* pd[2];
+  Cq* cq[2];
+  Qp* qp[2];
+  for (int i = 0; i < 2; ++i) {
+    transport::LoopPort& port = wire.add_port(addr[i], true);
+    DeviceConfig cfg;
+    cfg.gid.raw = addr[i];
+    dev[i] = std::make_unique<Device>(cfg, port, wire.clock(), sink[i]);
+    Device* d = dev[i].get();
+    port.set_receiver([d](std::span<const WirePacket> b) { d->receive(b); });
+    pd[i] = d->alloc_pd();
+    uint32_t depth = 16;
+    cq[i] = d->create_cq(depth, nullptr);
+    QpInitAttr init;
+    init.type = QpType::kUd;
+    init.pd = pd[i];
+    init.send_cq = init.recv_cq = cq[i];
+    init.cap = {8, 8, 1, 1, 0};
+    Errno err = 0;
+    qp[i] = d->create_qp(init, err);
+    ASSERT_EQ(err, 0);
+    QpAttr a;
+    a.qp_state = QpState::kInit;
+    a.qkey = kQkey;
+    ASSERT_EQ(d->modify_qp(qp[i], a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey), 0);
+    a.qp_state = QpState::kRtr;
+    ASSERT_EQ(d->modify_qp(qp[i], a, kAttrState), 0);
+    a.qp_state = QpState::kRts;
+    ASSERT_EQ(d->modify_qp(qp[i], a, kAttrState | kAttrSqPsn), 0);
+  }
+  std::vector<uint8_t> src(100, 0x5c), dst(256, 0xee);
+  MrInfo ms, md;
+  ASSERT_EQ(dev[0]->reg_mr(pd[0], src.data(), src.size(), (uint64_t)src.data(), 0, ms), 0);
+  ASSERT_EQ(dev[1]->reg_mr(pd[1], dst.data(), dst.size(), (uint64_t)dst.data(), kLocalWrite, md), 0);
+  Sge rs{(uint64_t)dst.data(), 256, md.lkey};
+  RecvWr rwr;
+  rwr.wr_id = 1;
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ASSERT_EQ(dev[1]->post_recv(qp[1], &rwr, 1, nullptr), 0);
+  AddressVector av;
+  av.dgid.raw = addr[1];
+  Errno err = 0;
+  Ah* ah = dev[0]->create_ah(pd[0], av, err);
+  ASSERT_NE(ah, nullptr);
+  // An IPv4-mapped GID on an IPv6 device is refused.
+  av.dgid.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  EXPECT_EQ(dev[0]->create_ah(pd[0], av, err), nullptr);
+  EXPECT_EQ(err, EINVAL);
+  Sge ss{(uint64_t)src.data(), 100, ms.lkey};
+  SendWr wr = ud_wr(1, &ss, ah, dev[1]->qp_num(qp[1]));
+  ASSERT_EQ(dev[0]->post_send(qp[0], &wr, 1, nullptr), 0);
+  wire.deliver_all();
+  WorkCompletion wc;
+  ASSERT_EQ(dev[1]->poll_cq(cq[1], &wc, 1), 1);
+  EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  EXPECT_EQ(wc.byte_len, 140u);
+  EXPECT_EQ(wc.wc_flags, uint32_t{kWcGrh});
+  EXPECT_EQ(dst[0] >> 4, 6);  // version
+  EXPECT_EQ((dst[4] << 8) | dst[5], 8 + 12 + 8 + 100 + 4);  // UDP length
+  EXPECT_EQ(dst[6], 17);
+  EXPECT_EQ(0, std::memcmp(dst.data() + 8, addr[0].data(), 16));
+  EXPECT_EQ(0, std::memcmp(dst.data() + 24, addr[1].data(), 16));
+  EXPECT_EQ(0, std::memcmp(dst.data() + 40, src.data(), 100));
+  EXPECT_EQ(dst[140], 0xee);
+}
+
 TEST(UdModify, transition_rules_for_ud) {
   Fabric f;
   Node& n = f.add_node(1);
