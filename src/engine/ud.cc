@@ -160,6 +160,27 @@ void send_queue_error(Core& c, Qp& qp, WcStatus st) {
   retire(c, qp, st);
   while (!qp.sq.empty()) retire(c, qp, WcStatus::kWrFlushErr);
   qp.attr.qp_state = QpState::kSqe;
+  qp.req.rnr_deadline = 0;
+}
+
+// Takes `bytes` from the device's token bucket. When it holds too few, arms the QP's wait
+// (req.rnr_deadline serves UD / UC as the pacing timer: the device wakes the QP through
+// the same timer path) and returns false.
+bool pace(Core& c, Qp& qp, uint64_t bytes) {
+  UdTables& u = c.ud;
+  const uint64_t now = c.now();
+  if (now > u.pace_last_ns) {
+    const uint64_t add = (now - u.pace_last_ns) * kPaceBytesPerUs / 1000;
+    u.pace_tokens = u.pace_tokens + add > kPaceBurstBytes ? kPaceBurstBytes : u.pace_tokens + add;
+  }
+  u.pace_last_ns = now;
+  if (u.pace_tokens >= bytes) {
+    u.pace_tokens -= bytes;
+    return true;
+  }
+  uint64_t wait = (bytes - u.pace_tokens) * 1000 / kPaceBytesPerUs;
+  qp.req.rnr_deadline = now + (wait < 10000 ? 10000 : wait);
+  return false;
 }
 
 // Sends packet k of the front WQE; false when its memory failed the check.
@@ -308,7 +329,7 @@ Errno unreliable_check_post(Core& c, const Qp& qp, const SendWr& wr) {
 }
 
 void unreliable_progress(Core& c, Qp& qp) {
-  if (!qp.sending()) return;
+  if (!qp.sending() || qp.req.rnr_deadline != 0) return;
   RequesterState& r = qp.req;
   const bool ud = qp.type == QpType::kUd;
   while (!qp.sq.empty()) {
@@ -321,6 +342,12 @@ void unreliable_progress(Core& c, Qp& qp) {
       const uint32_t mtu = ud ? ud_mtu(c) : qp.mtu();
       w.npkts = w.length == 0 ? 1 : static_cast<uint32_t>((uint64_t{w.length} + mtu - 1) / mtu);
       r.cursor_pkt = 0;
+    }
+    {
+      const uint32_t mtu = ud ? ud_mtu(c) : qp.mtu();
+      const uint64_t off = uint64_t{r.cursor_pkt} * mtu;
+      const uint64_t left = w.length > off ? w.length - off : 0;
+      if (!pace(c, qp, (left < mtu ? left : mtu) + 64)) break;  // + headers
     }
     if (!send_packet(c, qp, w, r.cursor_pkt)) return send_queue_error(c, qp, WcStatus::kLocProtErr);
     r.next_psn = psn_add(r.next_psn, 1);

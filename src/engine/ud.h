@@ -36,10 +36,20 @@ inline constexpr uint32_t kPrivilegedQkeyBit = 0x80000000u;
 // A multicast GID: ff00::/8, or an IPv4-mapped 224.0.0.0/4 address (RoCEv2 over IPv4).
 bool is_multicast(const Gid& g);
 
-// The device's UD state: its address handles and multicast groups (MGID -> attached QPs).
+// Pacing of unreliable traffic. Nothing tells a UD / UC sender that the receiver's socket
+// buffer overflowed (RoCE relies on a lossless fabric; a UDP receive queue is not one), so
+// the device sends UD and UC packets through a token bucket: bursts up to kPaceBurstBytes,
+// kPaceBytesPerUs on average (about 1 GB/s, below what one receiving vrnic process drains).
+inline constexpr uint64_t kPaceBytesPerUs = 1000;
+inline constexpr uint64_t kPaceBurstBytes = 2u << 20;
+
+// The device's UD state: its address handles, multicast groups (MGID -> attached QPs) and
+// the unreliable-traffic token bucket.
 struct UdTables {
   std::vector<std::unique_ptr<Ah>> ahs;
   std::map<std::array<uint8_t, 16>, std::vector<Qp*>> groups;
+  uint64_t pace_tokens = kPaceBurstBytes;
+  uint64_t pace_last_ns = 0;
 };
 
 // Address handles. create checks the AV (family of the device, port 1); the PD is checked

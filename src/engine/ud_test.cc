@@ -340,6 +340,28 @@ TEST_F(Ud, local_protection_error__send_queue_error_state_receive_still_works) {
   EXPECT_EQ(a.ctr().tx_packets, 1u);
 }
 
+TEST_F(Ud, pacing__bursts_up_to_the_bucket_then_the_average_rate) {
+  Qp* q = make_qp(a, QpType::kUd, 1024);
+  ud_up(a, q);
+  Buffer& src = a.reg(4096);
+  Sge sg{src.addr(), 4096, src.mr.lkey};
+  std::vector<SendWr> wrs(800, ud_wr(1, &sg, to_b, bqpn()));
+  for (auto& w : wrs) w.send_flags = 0;
+  const uint64_t t0 = f.clock().now_ns();
+  ASSERT_EQ(a.dev->post_send(q, wrs.data(), wrs.size(), nullptr), 0);
+  const uint64_t per_pkt = 4096 + 64;
+  const uint64_t burst = kPaceBurstBytes / per_pkt;
+  EXPECT_EQ(a.ctr().tx_packets, burst);  // the bucket's worth at once
+  EXPECT_NE(a.dev->next_timer_ns(), UINT64_MAX);  // and a timer for the rest
+  ASSERT_TRUE(f.run());
+  EXPECT_EQ(a.ctr().tx_packets, 800u);
+  EXPECT_EQ(b.ctr().rx_dropped_no_recv, 800u);
+  // The rest left at about kPaceBytesPerUs.
+  const uint64_t min_ns = (800 - burst) * per_pkt * 1000 / kPaceBytesPerUs;
+  EXPECT_GE(f.clock().now_ns() - t0, min_ns * 9 / 10);
+  EXPECT_LE(f.clock().now_ns() - t0, min_ns * 2);
+}
+
 TEST_F(Ud, any_source__datagrams_from_two_nodes_land_on_one_qp) {
   Node& c = f.add_node(3);
   Qp* qc = make_qp(c, QpType::kUd);
