@@ -180,6 +180,7 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   qp->cap = cap;
   qp->attr.cap = cap;
   qp->attr.qp_state = QpState::kReset;
+  if (init.type == QpType::kUd) qp->attr.path_mtu = l.active_mtu;  // a datagram's limit
   qp->src_port = d.core.port.source_port_for(qp->qpn);
   ++init.pd->users;
   ++init.send_cq->users;

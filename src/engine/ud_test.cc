@@ -594,6 +594,7 @@ TEST(UdModify, transition_rules_for_ud) {
   QpInitAttr init;
   ASSERT_EQ(n.dev->query_qp(qp, q, init), 0);
   EXPECT_EQ(q.qkey, 0x4242u);
+  EXPECT_EQ(q.path_mtu, 5);  // UD reports the port MTU (4096)
   EXPECT_EQ(init.type, QpType::kUd);
 }
 
