@@ -59,6 +59,9 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   // Atomics run as CPU atomic instructions on the target word: atomic against every agent.
   a.atomic_cap = IBV_ATOMIC_GLOB;
   a.max_ah = int(l.max_ah);
+  a.max_mcast_grp = int(l.max_mcast_grp);  // UD multicast (src/abi/ah.cc)
+  a.max_mcast_qp_attach = int(l.max_mcast_qp_attach);
+  a.max_total_mcast_qp_attach = int(l.max_mcast_grp * l.max_mcast_qp_attach);
   a.max_srq = int(l.max_srq);
   a.max_srq_wr = int(l.max_srq_wr);
   a.max_srq_sge = l.max_srq ? int(l.max_sge) : 0;

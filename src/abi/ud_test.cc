@@ -248,6 +248,9 @@ TEST_F(Ud, query__device_limits_and_qp_attributes) {
   ibv_device_attr dev{};
   ASSERT_EQ(ibv_query_device(ctx_, &dev), 0);
   EXPECT_GT(dev.max_ah, 0);
+  EXPECT_GT(dev.max_mcast_grp, 0);
+  EXPECT_GT(dev.max_mcast_qp_attach, 0);
+  EXPECT_EQ(dev.max_total_mcast_qp_attach, dev.max_mcast_grp * dev.max_mcast_qp_attach);
   ibv_qp* a = ud_qp();
   ASSERT_NE(a, nullptr);
   bring_up(a);

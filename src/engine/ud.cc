@@ -275,9 +275,17 @@ Errno ud_destroy_ah(Core& c, Ah* ah) {
 
 Errno ud_attach_mcast(Core& c, Qp& qp, const Gid& gid) {
   if (qp.type != QpType::kUd || !is_multicast(gid)) return EINVAL;
-  std::vector<Qp*>& members = c.ud.groups[gid.raw];
+  const DeviceLimits& l = c.config.limits;
+  auto it = c.ud.groups.find(gid.raw);
+  if (it == c.ud.groups.end()) {
+    if (c.ud.groups.size() >= l.max_mcast_grp) return ENOMEM;
+    it = c.ud.groups.emplace(gid.raw, std::vector<Qp*>{}).first;
+  }
+  std::vector<Qp*>& members = it->second;
   // Attaching twice is harmless (the kernel's ib_attach_mcast accepts it too).
-  if (std::find(members.begin(), members.end(), &qp) == members.end()) members.push_back(&qp);
+  if (std::find(members.begin(), members.end(), &qp) != members.end()) return 0;
+  if (members.size() >= l.max_mcast_qp_attach) return ENOMEM;
+  members.push_back(&qp);
   return 0;
 }
 

@@ -564,6 +564,32 @@ TEST(UdIpv6, grh_is_the_ipv6_header) {
   EXPECT_EQ(dst[140], 0xee);
 }
 
+TEST(UdLimits, multicast_group_and_attach_limits) {
+  Fabric f;
+  Node& n = f.add_node(1);
+  const DeviceLimits& l = n.dev->config().limits;
+  Qp* q = make_qp(n, QpType::kUd);
+  Gid g;
+  g.raw = {0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  for (uint32_t i = 0; i < l.max_mcast_grp; ++i) {
+    g.raw[14] = uint8_t(i >> 8);
+    g.raw[15] = uint8_t(i);
+    ASSERT_EQ(n.dev->attach_mcast(q, g, 0), 0) << i;
+  }
+  g.raw[13] = 1;  // one group more
+  EXPECT_EQ(n.dev->attach_mcast(q, g, 0), ENOMEM);
+  g.raw[13] = 0;
+  g.raw[14] = g.raw[15] = 0;
+  EXPECT_EQ(n.dev->attach_mcast(q, g, 0), 0);  // an existing group, QP already in it
+  std::vector<Qp*> qps;
+  for (uint32_t i = 1; i < l.max_mcast_qp_attach; ++i) {
+    qps.push_back(make_qp(n, QpType::kUd, 1));
+    ASSERT_EQ(n.dev->attach_mcast(qps.back(), g, 0), 0) << i;
+  }
+  Qp* extra = make_qp(n, QpType::kUd, 1);
+  EXPECT_EQ(n.dev->attach_mcast(extra, g, 0), ENOMEM);
+}
+
 TEST(UdModify, transition_rules_for_ud) {
   Fabric f;
   Node& n = f.add_node(1);
