@@ -79,7 +79,9 @@ void fill_port_attr(ibv_context* context, ibv_port_attr& p) {
   p.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
   p.max_msg_sz = 1u << 31;  // IBA: an RC message is at most 2^31 bytes
   p.bad_pkey_cntr = 0;
-  p.qkey_viol_cntr = 0;
+  // Datagrams dropped for a wrong Q_Key (the port's Q_Key violation counter, IBA 14.2.5.6).
+  p.qkey_viol_cntr = uint32_t(nic_of(context)->locked(
+      [](vrnic::engine::Device& d) { return d.counters().rx_qkey_errors; }));
   p.pkey_tbl_len = 1;
   p.lid = 0;  // RoCE has no LIDs
   p.sm_lid = 0;

@@ -200,6 +200,41 @@ TEST_F(Ud, datagram__grh_cqe_and_reply_through_ah_from_wc) {
   EXPECT_EQ(errno, EPROTONOSUPPORT);
 }
 
+TEST_F(Ud, wrong_qkey__dropped_and_counted_in_the_port_attribute) {
+  ibv_qp* a = ud_qp();
+  ibv_qp* b = ud_qp();
+  ASSERT_TRUE(a && b);
+  bring_up(a);
+  bring_up(b);
+  ibv_port_attr before{};
+  ASSERT_EQ(ibv_query_port(ctx_, 1, &before), 0);
+  ibv_ah* ah = ah_to(gid_);
+  post_recv(b, 1, 4096, 40 + 64);
+  ibv_sge s{reinterpret_cast<uint64_t>(buf_.data()), 64, mr_->lkey};
+  ibv_send_wr wr{};
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = b->qp_num;
+  wr.wr.ud.remote_qkey = kQkey + 1;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
+  auto wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_SEND);
+  ibv_port_attr after{};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  do {
+    ASSERT_EQ(ibv_query_port(ctx_, 1, &after), 0);
+    ibv_wc wc;
+    ASSERT_EQ(ibv_poll_cq(cq_, 1, &wc), 0);  // nothing arrives on b
+  } while (after.qkey_viol_cntr == before.qkey_viol_cntr &&
+           std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(after.qkey_viol_cntr, before.qkey_viol_cntr + 1);
+}
+
 TEST_F(Ud, post_send__errors) {
   ibv_qp* a = ud_qp();
   ASSERT_NE(a, nullptr);
