@@ -235,6 +235,91 @@ TEST_F(Ud, wrong_qkey__dropped_and_counted_in_the_port_attribute) {
   EXPECT_EQ(after.qkey_viol_cntr, before.qkey_viol_cntr + 1);
 }
 
+// UC through the verbs: two UC QPs of one device, a SEND and a WRITE_WITH_IMM.
+TEST_F(Ud, uc__send_and_write_with_imm) {
+  ibv_qp* q[2] = {ud_qp(IBV_QPT_UC), ud_qp(IBV_QPT_UC)};
+  ASSERT_TRUE(q[0] && q[1]);
+  std::vector<uint8_t> target(8192, 0);
+  ibv_mr* tmr = ibv_reg_mr(pd_, target.data(), target.size(),
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  ASSERT_NE(tmr, nullptr);
+  for (int i = 0; i < 2; ++i) {
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.port_num = 1;
+    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+    ASSERT_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                          IBV_QP_ACCESS_FLAGS), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    a.path_mtu = IBV_MTU_1024;
+    a.dest_qp_num = q[1 - i]->qp_num;
+    a.rq_psn = 0;
+    a.ah_attr.is_global = 1;
+    a.ah_attr.port_num = 1;
+    a.ah_attr.grh.dgid = gid_;
+    ASSERT_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                                          IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = 0;
+    a.timeout = 14;  // an RC attribute: refused on UC
+    EXPECT_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT), EINVAL);
+    ASSERT_EQ(ibv_modify_qp(q[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+  }
+  for (size_t i = 0; i < 8192; ++i) buf_[i] = uint8_t(i * 13 + 1);
+  post_recv(q[1], 1, 16384, 4096);
+  post_recv(q[1], 2, 20480, 16);
+  ibv_sge s1{reinterpret_cast<uint64_t>(buf_.data()), 2500, mr_->lkey};
+  ibv_sge s2{reinterpret_cast<uint64_t>(buf_.data() + 2500), 3000, mr_->lkey};
+  ibv_send_wr w2{};
+  w2.wr_id = 2;
+  w2.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+  w2.send_flags = IBV_SEND_SIGNALED;
+  w2.sg_list = &s2;
+  w2.num_sge = 1;
+  w2.imm_data = htobe32(77);
+  w2.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(target.data());
+  w2.wr.rdma.rkey = tmr->rkey;
+  ibv_send_wr w1{};
+  w1.wr_id = 1;
+  w1.opcode = IBV_WR_SEND;
+  w1.send_flags = IBV_SEND_SIGNALED;
+  w1.sg_list = &s1;
+  w1.num_sge = 1;
+  w1.next = &w2;
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(q[0], &w1, &bad), 0);
+  auto wcs = wait(4);
+  ASSERT_EQ(wcs.size(), 4u);
+  int recvs = 0;
+  for (const ibv_wc& w : wcs) {
+    EXPECT_EQ(w.status, IBV_WC_SUCCESS);
+    if (w.opcode == IBV_WC_RECV) {
+      ++recvs;
+      EXPECT_EQ(w.byte_len, 2500u);
+      EXPECT_EQ(w.src_qp, q[0]->qp_num);
+    } else if (w.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+      ++recvs;
+      EXPECT_EQ(w.byte_len, 3000u);
+      EXPECT_EQ(be32toh(w.imm_data), 77u);
+      EXPECT_TRUE(w.wc_flags & IBV_WC_WITH_IMM);
+    }
+  }
+  EXPECT_EQ(recvs, 2);
+  EXPECT_EQ(0, std::memcmp(buf_.data() + 16384, buf_.data(), 2500));
+  EXPECT_EQ(0, std::memcmp(target.data(), buf_.data() + 2500, 3000));
+  // READ and atomics are not UC operations.
+  ibv_send_wr rd = w2;
+  rd.opcode = IBV_WR_RDMA_READ;
+  rd.next = nullptr;
+  EXPECT_EQ(ibv_post_send(q[0], &rd, &bad), EINVAL);
+  EXPECT_EQ(bad, &rd);
+  for (ibv_qp* qp : qps_) EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  qps_.clear();
+  EXPECT_EQ(ibv_dereg_mr(tmr), 0);
+}
+
 TEST_F(Ud, post_send__errors) {
   ibv_qp* a = ud_qp();
   ASSERT_NE(a, nullptr);
