@@ -221,9 +221,11 @@ bool send_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
     return false;  // not committed: never sent
   }
   // A multicast send reaches the QPs of this device attached to the group as well (the
-  // network would loop it back to them); the payload is copied before the batch may flush.
+  // network would loop it back to them): done here unless the port joined the group and
+  // delivers the copy itself. The payload is copied before the batch may flush.
   std::vector<uint8_t> local;
-  const bool mcast = ud && w.remote_qpn == kMulticastQpn;
+  const bool mcast = ud && w.remote_qpn == kMulticastQpn &&
+                     c.ud.port_joined.count(gid_of(ip, true)) == 0;
   if (mcast) local.assign(payload.begin(), payload.end());
   c.commit_packet();
   if (mcast) {
@@ -273,6 +275,21 @@ Errno ud_destroy_ah(Core& c, Ah* ah) {
   return 0;
 }
 
+namespace {
+// The last member left: drop the group and let the port leave it.
+std::map<std::array<uint8_t, 16>, std::vector<Qp*>>::iterator leave_group(
+    Core& c, std::map<std::array<uint8_t, 16>, std::vector<Qp*>>::iterator it) {
+  if (c.ud.port_joined.erase(it->first)) {
+    Gid g;
+    g.raw = it->first;
+    bool ipv6 = false;
+    const std::array<uint8_t, 16> ip = ip_of(g, ipv6);
+    c.port.set_multicast(ip, ipv6, false);
+  }
+  return c.ud.groups.erase(it);
+}
+}  // namespace
+
 Errno ud_attach_mcast(Core& c, Qp& qp, const Gid& gid) {
   if (qp.type != QpType::kUd || !is_multicast(gid)) return EINVAL;
   const DeviceLimits& l = c.config.limits;
@@ -280,6 +297,11 @@ Errno ud_attach_mcast(Core& c, Qp& qp, const Gid& gid) {
   if (it == c.ud.groups.end()) {
     if (c.ud.groups.size() >= l.max_mcast_grp) return ENOMEM;
     it = c.ud.groups.emplace(gid.raw, std::vector<Qp*>{}).first;
+    // The first member: the port joins the group, so packets from other hosts / processes
+    // reach it (when the transport can; otherwise only this device's own sends loop back).
+    bool ipv6 = false;
+    const std::array<uint8_t, 16> ip = ip_of(gid, ipv6);
+    if (c.port.set_multicast(ip, ipv6, true)) c.ud.port_joined.insert(gid.raw);
   }
   std::vector<Qp*>& members = it->second;
   // Attaching twice is harmless (the kernel's ib_attach_mcast accepts it too).
@@ -297,7 +319,7 @@ Errno ud_detach_mcast(Core& c, Qp& qp, const Gid& gid) {
   auto at = std::find(m.begin(), m.end(), &qp);
   if (at == m.end()) return EINVAL;  // not attached (mlx5 and rxe: EINVAL)
   m.erase(at);
-  if (m.empty()) c.ud.groups.erase(it);
+  if (m.empty()) leave_group(c, it);
   return 0;
 }
 
@@ -305,7 +327,7 @@ void ud_forget_qp(Core& c, Qp& qp) {
   for (auto it = c.ud.groups.begin(); it != c.ud.groups.end();) {
     auto& m = it->second;
     m.erase(std::remove(m.begin(), m.end(), &qp), m.end());
-    it = m.empty() ? c.ud.groups.erase(it) : std::next(it);
+    it = m.empty() ? leave_group(c, it) : std::next(it);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "engine/types.h"
@@ -48,6 +49,7 @@ inline constexpr uint64_t kPaceBurstBytes = 2u << 20;
 struct UdTables {
   std::vector<std::unique_ptr<Ah>> ahs;
   std::map<std::array<uint8_t, 16>, std::vector<Qp*>> groups;
+  std::set<std::array<uint8_t, 16>> port_joined;  // groups the port delivers itself
   uint64_t pace_tokens = kPaceBurstBytes;
   uint64_t pace_last_ns = 0;
 };
