@@ -380,6 +380,9 @@ void unreliable_progress(Core& c, Qp& qp) {
       if (!pace(c, qp, (left < mtu ? left : mtu) + 64)) break;  // + headers
     }
     if (!send_packet(c, qp, w, r.cursor_pkt)) return send_queue_error(c, qp, WcStatus::kLocProtErr);
+    // A multicast send delivered to this very QP may have moved it to ERR (a receive too
+    // short): its queues, this WQE included, are flushed then.
+    if (qp.state() == QpState::kErr) return;
     r.next_psn = psn_add(r.next_psn, 1);
     r.next_new_psn = r.una = r.high_psn = r.next_psn;
     if (++r.cursor_pkt >= w.npkts) retire(c, qp, WcStatus::kSuccess);

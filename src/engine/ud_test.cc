@@ -457,6 +457,27 @@ TEST_F(Ud, multicast__attached_qps_of_the_device_receive_a_group_send) {
   EXPECT_EQ(got, std::vector<uint64_t>{5});
 }
 
+// The sender is a member of the group it sends to and its receive is too short: the
+// receive error moves it to ERR in the middle of its own send, which must stay consistent.
+TEST_F(Ud, multicast__sender_in_its_own_group_with_a_short_receive) {
+  Gid group;
+  group.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 9, 9, 9};
+  ASSERT_EQ(a.dev->attach_mcast(qa, group, 0), 0);
+  Buffer& buf = a.reg(256);
+  ASSERT_EQ(post_recv(a, qa, 1, {{buf.addr(), 40 + 10, buf.mr.lkey}}), 0);
+  Ah* to_group = make_ah(a, group);
+  Sge sg{buf.addr() + 128, 64, buf.mr.lkey};
+  ASSERT_EQ(post_send(a, qa, ud_wr(2, &sg, to_group, kMulticastQpn)), 0);
+  ASSERT_EQ(post_send(a, qa, ud_wr(3, &sg, to_group, kMulticastQpn)), 0);
+  ASSERT_TRUE(f.run());
+  auto wc = a.poll();
+  ASSERT_EQ(wc.size(), 3u);
+  EXPECT_EQ(wc[0].wr_id, 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kLocLenErr);
+  for (int i = 1; i < 3; ++i) EXPECT_EQ(wc[i].status, WcStatus::kWrFlushErr) << i;
+  EXPECT_EQ(state_of(a, qa), QpState::kErr);
+}
+
 TEST_F(Ud, multicast__attach_and_detach_validation) {
   Gid group;
   group.raw = {0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};  // an IPv6 multicast GID
