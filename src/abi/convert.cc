@@ -172,9 +172,7 @@ int to_engine_send_wr(const ibv_send_wr& in, engine::SendWr& out) {
   if (in.opcode == IBV_WR_RDMA_WRITE_WITH_IMM || in.opcode == IBV_WR_SEND_WITH_IMM) {
     out.imm_data = in.imm_data;
   }
-  // UD fields; the address handle itself is not supported yet (ibv_create_ah fails).
-  out.remote_qpn = in.wr.ud.remote_qpn;
-  out.remote_qkey = in.wr.ud.remote_qkey;
+  // UD fields (ah, remote_qpn, remote_qkey) share the wr union; post.cc reads them for UD QPs.
   return 0;
 }
 

@@ -44,6 +44,12 @@ int vrnic::abi::op_post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr)
       }
       break;
     }
+    if (ibv->qp_type == IBV_QPT_UD) {
+      // wr.ud shares its union with wr.rdma / wr.atomic: read it on UD QPs only.
+      out.ah = w->wr.ud.ah ? to_ah(w->wr.ud.ah)->ah : nullptr;
+      out.remote_qpn = w->wr.ud.remote_qpn;
+      out.remote_qkey = w->wr.ud.remote_qkey;
+    }
     s.wrs.push_back(out);
     s.src.push_back(w);
   }

@@ -62,6 +62,9 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   // Atomics run as CPU atomic instructions on the target word: atomic against every agent.
   a.atomic_cap = IBV_ATOMIC_GLOB;
   a.max_ah = int(l.max_ah);
+  a.max_mcast_grp = int(l.max_mcast_grp);  // UD multicast (src/abi/ah.cc)
+  a.max_mcast_qp_attach = int(l.max_mcast_qp_attach);
+  a.max_total_mcast_qp_attach = int(l.max_mcast_grp * l.max_mcast_qp_attach);
   a.max_srq = int(l.max_srq);
   a.max_srq_wr = int(l.max_srq_wr);
   a.max_srq_sge = l.max_srq ? int(l.max_srq_sge) : 0;
@@ -79,7 +82,9 @@ void fill_port_attr(ibv_context* context, ibv_port_attr& p) {
   p.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
   p.max_msg_sz = 1u << 31;  // IBA: an RC message is at most 2^31 bytes
   p.bad_pkey_cntr = 0;
-  p.qkey_viol_cntr = 0;
+  // Datagrams dropped for a wrong Q_Key (the port's Q_Key violation counter, IBA 14.2.5.6).
+  p.qkey_viol_cntr = uint32_t(nic_of(context)->locked(
+      [](vrnic::engine::Device& d) { return d.counters().rx_qkey_errors; }));
   p.pkey_tbl_len = 1;
   p.lid = 0;  // RoCE has no LIDs
   p.sm_lid = 0;

@@ -5,21 +5,6 @@
 
 using vrnic::abi::fail_null;
 
-// Address handles: UD is not supported yet.
-VRNIC_EXPORT ibv_ah* ibv_create_ah(ibv_pd*, ibv_ah_attr*) { return fail_null<ibv_ah>(EOPNOTSUPP); }
-VRNIC_EXPORT int ibv_destroy_ah(ibv_ah*) { return EOPNOTSUPP; }
-VRNIC_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd*, ibv_wc*, ibv_grh*, uint8_t) {
-  return fail_null<ibv_ah>(EOPNOTSUPP);
-}
-VRNIC_EXPORT int ibv_init_ah_from_wc(ibv_context*, uint8_t, ibv_wc*, ibv_grh*, ibv_ah_attr*) {
-  errno = EOPNOTSUPP;
-  return -1;
-}
-
-// Multicast (UD only).
-VRNIC_EXPORT int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-VRNIC_EXPORT int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-
 // Memory: dma-buf.
 VRNIC_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int, int) {
   return fail_null<ibv_mr>(EOPNOTSUPP);

@@ -11,6 +11,7 @@
 #include "engine/ports.h"
 #include "engine/qp.h"
 #include "engine/tx_batch.h"
+#include "engine/ud.h"
 #include "wire/headers.h"
 
 namespace vrnic::engine {
@@ -39,6 +40,7 @@ class Core {
   MemoryTable mem;
   TxBatch tx;
   wire::IpUdpInfo local_ip;  // source address from the device GID
+  UdTables ud;               // address handles and multicast groups (ud.cc)
 
   // QPs with a coalesced ACK waiting for the end of the receive batch.
   std::vector<Qp*> ack_pending;

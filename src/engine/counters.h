@@ -16,7 +16,8 @@ namespace vrnic::engine {
   X(rnr_retries) X(implicit_naks) X(rx_icrc_errors) X(rx_icrc_ip_id_recovered)             \
   X(rx_malformed) X(rx_unknown_qp) X(rx_wrong_source) X(rx_bad_state) X(rx_access_errors)                     \
   X(duplicate_atomics_replayed) X(duplicate_reads_replayed) X(cqe_ok) X(cqe_error)        \
-  X(cq_overflows)
+  X(cq_overflows)                                                                          \
+  X(rx_qkey_errors) X(rx_dropped_no_recv) X(rx_uc_dropped) X(rx_mcast_packets)
 
 struct Counters {
 #define VRNIC_COUNTER_FIELD(name) uint64_t name = 0;

@@ -209,11 +209,8 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   Impl& d = *impl_;
   const DeviceLimits& l = d.core.config.limits;
   err = 0;
-  if (init.type == QpType::kUd || init.type == QpType::kUc) {
-    err = EOPNOTSUPP;  // UD and UC come with a later issue
-    return nullptr;
-  }
-  if (init.type != QpType::kRc || !d.has_pd(init.pd) || !d.has_cq(init.send_cq) ||
+  bool known = init.type == QpType::kRc || init.type == QpType::kUc || init.type == QpType::kUd;
+  if (!known || !d.has_pd(init.pd) || !d.has_cq(init.send_cq) ||
       !d.has_cq(init.recv_cq)) {
     err = EINVAL;
     return nullptr;
@@ -252,6 +249,7 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   qp->cap = cap;
   qp->attr.cap = cap;
   qp->attr.qp_state = QpState::kReset;
+  if (init.type == QpType::kUd) qp->attr.path_mtu = l.active_mtu;  // a datagram's limit
   qp->src_port = d.core.port.source_port_for(qp->qpn);
   ++init.pd->users;
   ++init.send_cq->users;
@@ -393,6 +391,7 @@ Errno Device::destroy_qp(Qp* qp) {
   drop(d.core.tx_ready);
   drop(d.core.budget_waiters);
   d.core.inflight -= qp->req.counted_inflight;
+  ud_forget_qp(d.core, *qp);
   --qp->pd->users;
   --qp->send_cq->users;
   --qp->recv_cq->users;
@@ -497,6 +496,28 @@ Errno Device::bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindI
   return e;
 }
 
+// --- address handles and multicast (ud.cc) -------------------------------------------------
+
+Ah* Device::create_ah(Pd* pd, const AddressVector& av, Errno& err) {
+  if (!impl_->has_pd(pd)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  return ud_create_ah(impl_->core, pd, av, err);
+}
+
+Errno Device::destroy_ah(Ah* ah) { return ud_destroy_ah(impl_->core, ah); }
+
+Errno Device::attach_mcast(Qp* qp, const Gid& gid, uint16_t) {
+  if (qp == nullptr || impl_->find_qp(qp->qpn) != qp) return EINVAL;
+  return ud_attach_mcast(impl_->core, *qp, gid);
+}
+
+Errno Device::detach_mcast(Qp* qp, const Gid& gid, uint16_t) {
+  if (qp == nullptr || impl_->find_qp(qp->qpn) != qp) return EINVAL;
+  return ud_detach_mcast(impl_->core, *qp, gid);
+}
+
 // --- fast path ------------------------------------------------------------------------------
 
 Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
@@ -554,13 +575,32 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
     ++ctr.rx_cnp;  // congestion control reacts here in a later issue
     return;
   }
+  if (info.transport == wire::Transport::kUd && p.bth.dest_qp == kMulticastQpn) {
+    ++ctr.rx_send;
+    ud_receive_multicast(core, p, pkt.ip);  // ud.cc
+    return;
+  }
   Qp* qp = find_qp(p.bth.dest_qp);
   if (qp == nullptr) {
     ++ctr.rx_unknown_qp;
     return;
   }
-  if (info.transport != wire::Transport::kRc) {
-    ++ctr.rx_malformed;  // a UC / UD opcode for an RC QP (9.6.1.? transport check)
+  const wire::Transport want = qp->type == QpType::kUd   ? wire::Transport::kUd
+                               : qp->type == QpType::kUc ? wire::Transport::kUc
+                                                         : wire::Transport::kRc;
+  if (info.transport != want) {
+    ++ctr.rx_malformed;  // an opcode of another transport than the QP's (9.6.1.? check)
+    return;
+  }
+  if (qp->type == QpType::kUd) {
+    // A datagram QP takes packets from any source; its Q_Key guards it (ud.cc).
+    ++ctr.rx_send;
+    QpState s = qp->state();
+    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd && s != QpState::kSqe) {
+      ++ctr.rx_bad_state;
+      return;
+    }
+    ud_receive(core, *qp, p, pkt.ip);
     return;
   }
   // A connected QP takes packets from its peer's address only (IBA 9.6.1: for RC the source
@@ -586,11 +626,14 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   QpState s = qp->state();
   if (request) {
     // The responder works from RTR on (IBA 10.3.1: RTR accepts requests, sends responses).
-    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd) {
+    // (UC also in SQE: a send queue error leaves the receive side working, IBA 10.3.1.)
+    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd &&
+        !(s == QpState::kSqe && qp->type == QpType::kUc)) {
       ++ctr.rx_bad_state;
       return;
     }
-    responder_receive(core, *qp, p);
+    if (qp->type == QpType::kUc) uc_receive(core, *qp, p);  // ud.cc
+    else responder_receive(core, *qp, p);
   } else {
     if (s != QpState::kRts && s != QpState::kSqd) {
       ++ctr.rx_bad_state;

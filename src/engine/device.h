@@ -20,7 +20,7 @@ struct DeviceLimits {
   uint32_t max_qp = 16384, max_qp_wr = 16384, max_sge = 32, max_cq = 65536, max_cqe = 4194303,
            max_mr = 1 << 20, max_pd = 1 << 16, max_qp_rd_atom = 16, max_qp_init_rd_atom = 16,
            max_res_rd_atom = 16 * 16384, max_inline_data = 256, max_srq = 1 << 16,
-           max_srq_wr = 16384, max_ah = 0;
+           max_srq_wr = 16384, max_ah = 1 << 16, max_mcast_grp = 8192, max_mcast_qp_attach = 256;
   uint32_t max_srq_sge = 32;
   uint32_t max_mw = 1 << 16;
   uint64_t max_mr_size = ~0ull;

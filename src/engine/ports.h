@@ -1,5 +1,6 @@
 // The three narrow interfaces through which the sans-IO engine meets the world.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -25,6 +26,13 @@ class PacketPort {
   // The UDP source port this port will really send a QP's packets from (flow entropy for
   // ECMP, derived from the QPN); the engine puts it in the ICRC.
   virtual uint16_t source_port_for(uint32_t qpn) = 0;
+  // UD multicast membership of the device: join when the first QP attaches to a group (an
+  // IP address, IPv4 in the first four bytes), leave after the last detaches. Returns true
+  // if the port then delivers the group's packets itself — this device's own sends
+  // included — so the engine does not loop them back; false (the default) if it cannot.
+  virtual bool set_multicast(const std::array<uint8_t, 16>& group, bool ipv6, bool join) {
+    return false;
+  }
 };
 
 class Clock {

@@ -60,6 +60,55 @@ struct RcTable {
 
 constexpr RcTable kRc;
 
+// The UC and UD columns of the same table (IBA 11.2.4.2; Linux ib_modify_qp_is_ok agrees).
+// UC: no ACK timers, no RDMA READ / atomic resources; UD: no path at all, a Q_Key instead.
+struct UnreliableTable {
+  Rule r[kStates][kStates];
+  constexpr explicit UnreliableTable(bool ud) {
+    auto at = [this](QpState a, QpState b) -> Rule& {
+      return r[static_cast<int>(a)][static_cast<int>(b)];
+    };
+    using S = QpState;
+    for (int s = 0; s < kStates; ++s) {
+      r[s][static_cast<int>(S::kReset)] = {true, 0, 0};
+      r[s][static_cast<int>(S::kErr)] = {true, 0, 0};
+    }
+    if (ud) {
+      at(S::kReset, S::kInit) = {true, kAttrPkeyIndex | kAttrPort | kAttrQkey, 0};
+      at(S::kInit, S::kInit) = {true, 0, kAttrPkeyIndex | kAttrPort | kAttrQkey};
+      at(S::kInit, S::kRtr) = {true, 0, kAttrPkeyIndex | kAttrQkey};
+      at(S::kRtr, S::kRts) = {true, kAttrSqPsn, kAttrCurState | kAttrQkey};
+      at(S::kRts, S::kRts) = {true, 0, kAttrCurState | kAttrQkey};
+      at(S::kRts, S::kSqd) = {true, 0, kAttrEnSqdAsyncNotify};
+      at(S::kSqd, S::kRts) = {true, 0, kAttrCurState | kAttrQkey};
+      at(S::kSqd, S::kSqd) = {true, 0, kAttrPkeyIndex | kAttrQkey};
+      at(S::kSqe, S::kRts) = {true, 0, kAttrCurState | kAttrQkey};
+    } else {
+      at(S::kReset, S::kInit) = {true, kAttrPkeyIndex | kAttrPort | kAttrAccessFlags, 0};
+      at(S::kInit, S::kInit) = {true, 0, kAttrPkeyIndex | kAttrPort | kAttrAccessFlags};
+      at(S::kInit, S::kRtr) = {true, kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn,
+                               kAttrAltPath | kAttrAccessFlags | kAttrPkeyIndex};
+      at(S::kRtr, S::kRts) = {true, kAttrSqPsn,
+                              kAttrCurState | kAttrAltPath | kAttrAccessFlags |
+                                  kAttrPathMigState};
+      at(S::kRts, S::kRts) = {true, 0,
+                              kAttrCurState | kAttrAccessFlags | kAttrAltPath |
+                                  kAttrPathMigState};
+      at(S::kRts, S::kSqd) = {true, 0, kAttrEnSqdAsyncNotify};
+      at(S::kSqd, S::kRts) = {true, 0,
+                              kAttrCurState | kAttrAccessFlags | kAttrAltPath |
+                                  kAttrPathMigState};
+      at(S::kSqd, S::kSqd) = {true, 0,
+                              kAttrAv | kAttrAltPath | kAttrAccessFlags | kAttrPkeyIndex |
+                                  kAttrPathMigState};
+      at(S::kSqe, S::kRts) = {true, 0, kAttrCurState | kAttrAccessFlags};
+    }
+  }
+};
+
+constexpr UnreliableTable kUc(false);
+constexpr UnreliableTable kUd(true);
+
 }  // namespace
 
 Errno validate_modify(const Qp& qp, const QpAttr& attr, uint32_t mask, uint8_t max_mtu,
@@ -71,7 +120,10 @@ Errno validate_modify(const Qp& qp, const QpAttr& attr, uint32_t mask, uint8_t m
   }
   QpState next = (mask & kAttrState) ? attr.qp_state : cur;
   if (static_cast<int>(next) >= kStates || static_cast<int>(cur) >= kStates) return EINVAL;
-  const Rule& rule = kRc.r[static_cast<int>(cur)][static_cast<int>(next)];
+  const auto& table = qp.type == QpType::kUd   ? kUd.r
+                      : qp.type == QpType::kUc ? kUc.r
+                                               : kRc.r;
+  const Rule& rule = table[static_cast<int>(cur)][static_cast<int>(next)];
   if (!rule.valid) return EINVAL;
   uint32_t given = mask & ~static_cast<uint32_t>(kAttrState);
   if ((given & rule.required) != rule.required) return EINVAL;

@@ -1,6 +1,7 @@
 // The queue pair: its work queues, requester / responder state and the state machine that
 // validates modify_qp attribute masks (IBA 10.3.1, 11.2.4.2).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -45,6 +46,12 @@ struct SendWqe {
   uint32_t read_placed = 0; // READ: response packets placed so far
   uint32_t read_req_end = 0;  // READ: end (packet index) of the last request sent
   WcStatus local_status = WcStatus::kSuccess;  // a local error found when the WQE started
+
+  // UD: the destination copied from the AH at post time, the QPN and the Q_Key to send.
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
+  bool dst_ipv6 = false;
+  std::array<uint8_t, 16> dst{};
 
   bool is_read_or_atomic() const {
     return opcode == WrOpcode::kRdmaRead || opcode == WrOpcode::kAtomicCmpSwp ||

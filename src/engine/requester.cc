@@ -180,6 +180,8 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
     default:
       return EINVAL;
   }
+  if (qp.type != QpType::kRc)
+    if (Errno e = unreliable_check_post(c, qp, wr)) return e;  // ud.cc
   if (wr.num_sge > qp.cap.max_send_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
   if (qp.sq.size() >= qp.cap.max_send_wr) return ENOMEM;
@@ -223,6 +225,13 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
   w.length = atomic ? 8 : static_cast<uint32_t>(total);
   if (atomic) w.sges[0].length = 8;
   w.signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled);
+  if (qp.type == QpType::kUd) {
+    w.remote_qpn = wr.remote_qpn & 0xffffff;
+    // C10-15: a Q_Key with the high-order bit set means the QP's own Q_Key (IBA 10.2.5).
+    w.remote_qkey = (wr.remote_qkey & kPrivilegedQkeyBit) ? qp.attr.qkey : wr.remote_qkey;
+    w.dst_ipv6 = wr.ah->ipv6;
+    w.dst = wr.ah->dst;
+  }
   qp.sq.push_back(std::move(w));
   return 0;
 }
@@ -275,6 +284,7 @@ bool budget_allows(Core& c, Qp& qp, uint32_t in_flight, uint32_t n) {
 }
 
 void requester_progress(Core& c, Qp& qp) {
+  if (qp.type != QpType::kRc) return unreliable_progress(c, qp);  // ud.cc
   RequesterState& r = qp.req;
   c.recount_inflight(qp);  // acknowledgements or a Go-Back-N may have moved una / next_psn
   if (!qp.sending() || r.rnr_deadline != 0) return;

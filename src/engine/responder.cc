@@ -94,24 +94,6 @@ void accept(Core& c, Qp& qp, const wire::Packet& p, uint32_t span) {
   if (p.bth.ack_req) queue_ack(c, qp);
 }
 
-// Fetches the receive WQE the next message consumes: from the QP's SRQ or its own queue.
-bool take_recv(Core& c, Qp& qp) {
-  ResponderState& s = qp.resp;
-  if (s.have_recv) return true;
-  if (qp.srq != nullptr) {
-    if (!srq_take(c, *qp.srq, s.recv)) return false;
-  } else {
-    if (qp.rq.empty()) return false;
-    s.recv = std::move(qp.rq.front());
-    qp.rq.pop_front();
-  }
-  s.have_recv = true;
-  return true;
-}
-
-// The receive WQE's SGEs belong to the PD of the queue they were posted to.
-const Pd* recv_pd(const Qp& qp) { return qp.srq != nullptr ? qp.srq->pd : qp.pd; }
-
 void rnr_nak(Core& c, Qp& qp, uint32_t psn) {
   responder_flush_ack(c, qp);
   send_ack(c, qp, psn, aeth_rnr_nak(qp.attr.min_rnr_timer));
@@ -129,7 +111,7 @@ void on_send(Core& c, Qp& qp, const wire::Packet& p) {
     return invalid_request(c, qp, p.bth.psn);
   if (n > mtu || (!info.last() && n != mtu)) return invalid_request(c, qp, p.bth.psn);
   if (info.first()) {
-    if (!take_recv(c, qp)) return rnr_nak(c, qp, p.bth.psn);  // 9.7.5.2.8
+    if (!responder_take_recv(c, qp)) return rnr_nak(c, qp, p.bth.psn);  // 9.7.5.2.8
     s.op = ResponderState::Op::kSend;
     s.placed = 0;
   }
@@ -138,7 +120,7 @@ void on_send(Core& c, Qp& qp, const wire::Packet& p) {
     return fail(c, qp, p.bth.psn, kNakInvRequest, AsyncEventType::kQpReqErr,
                 WcStatus::kLocLenErr);
   }
-  if (!c.scatter(recv_pd(qp), s.recv.sges, s.placed, p.payload.data(), n))
+  if (!c.scatter(responder_recv_pd(qp), s.recv.sges, s.placed, p.payload.data(), n))
     return fail(c, qp, p.bth.psn, kNakRemOp, AsyncEventType::kQpFatal, WcStatus::kLocProtErr);
   s.placed += n;
   accept(c, qp, p, 1);
@@ -195,7 +177,7 @@ void on_write(Core& c, Qp& qp, const wire::Packet& p) {
       (info.last() && n != s.write_left))
     return invalid_request(c, qp, psn);
   bool imm = info.has(wire::kHasImm);
-  if (imm && !take_recv(c, qp)) return rnr_nak(c, qp, psn);  // before any byte of this packet
+  if (imm && !responder_take_recv(c, qp)) return rnr_nak(c, qp, psn);  // before any byte of this packet
   if (n != 0) {
     uint8_t* dst = c.mem.check_remote(s.write_rkey, qp.pd, qp.qpn, s.write_va, n, kRemoteWrite);
     if (dst == nullptr) return access_error(c, qp, psn);  // MR gone mid-message
@@ -364,6 +346,25 @@ void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
 }
 
 }  // namespace
+
+// Fetches the receive WQE the next message consumes: from the QP's SRQ or its own queue.
+bool responder_take_recv(Core& c, Qp& qp) {
+  ResponderState& s = qp.resp;
+  if (s.have_recv) return true;
+  if (qp.srq != nullptr) {
+    if (!srq_take(c, *qp.srq, s.recv)) return false;
+  } else {
+    if (qp.rq.empty()) return false;
+    s.recv = std::move(qp.rq.front());
+    qp.rq.pop_front();
+  }
+  s.have_recv = true;
+  return true;
+}
+
+// The receive WQE's SGEs belong to the PD of the queue they were posted to.
+const Pd* responder_recv_pd(const Qp& qp) { return qp.srq != nullptr ? qp.srq->pd : qp.pd; }
+
 
 void responder_flush_ack(Core& c, Qp& qp) {
   if (!qp.resp.ack_pending) return;

@@ -347,3 +347,114 @@ TEST_F(LiveNicTest, pcap__loopback_write_is_captured_both_ways) {
 
 }  // namespace
 }  // namespace vrnic::live
+
+namespace vrnic::live {
+namespace {
+
+// UD multicast across processes: a child's UD QP attached to a group receives what the
+// parent sends to the group (the child's UDP port joined the IP group on loopback).
+TEST_F(LiveNicTest, multicast__a_datagram_to_a_group_reaches_another_process) {
+  using namespace engine;
+  constexpr uint32_t kQkey = 0x1234;
+  Gid group;
+  group.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 0, 77, 9};
+  auto bring_up = [](Device& d, Qp* qp) {
+    QpAttr a;
+    a.qp_state = QpState::kInit;
+    a.qkey = kQkey;
+    Errno e = d.modify_qp(qp, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey);
+    a.qp_state = QpState::kRtr;
+    e = e ? e : d.modify_qp(qp, a, kAttrState);
+    a.qp_state = QpState::kRts;
+    return e ? e : d.modify_qp(qp, a, kAttrState | kAttrSqPsn);
+  };
+  auto make_ud = [](Device& d, Pd* pd, Cq* cq) {
+    QpInitAttr init;
+    init.type = QpType::kUd;
+    init.pd = pd;
+    init.send_cq = init.recv_cq = cq;
+    init.cap = {4, 4, 1, 1, 0};
+    Errno err = 0;
+    return d.create_qp(init, err);
+  };
+  int up[2];
+  ASSERT_EQ(pipe(up), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int err = 0;
+    LiveNic* nic = LiveNic::acquire({}, err);
+    if (nic == nullptr) _exit(2);
+    std::vector<uint8_t> buf(1024, 0);
+    Cq* cq = nullptr;
+    Errno e = nic->locked([&](Device& d) -> Errno {
+      Pd* pd = d.alloc_pd();
+      MrInfo mr;
+      if (Errno r = d.reg_mr(pd, buf.data(), buf.size(), (uint64_t)buf.data(), kLocalWrite, mr))
+        return r;
+      uint32_t cqe = 16;
+      cq = d.create_cq(cqe, nullptr);
+      Qp* qp = make_ud(d, pd, cq);
+      if (qp == nullptr) return EINVAL;
+      if (Errno r = bring_up(d, qp)) return r;
+      if (Errno r = d.attach_mcast(qp, group, 0)) return r;
+      Sge sge{(uint64_t)buf.data(), (uint32_t)buf.size(), mr.lkey};
+      RecvWr wr;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      return d.post_recv(qp, &wr, 1, nullptr);
+    });
+    char ready = e == 0 ? 1 : 0;
+    (void)!write(up[1], &ready, 1);
+    WorkCompletion wc;
+    int got = e == 0 ? busy_poll_one(nic, cq, wc) : 0;
+    bool good = got == 1 && wc.status == WcStatus::kSuccess && wc.byte_len == 40 + 64 &&
+                (wc.wc_flags & kWcGrh) && buf[40] == 0x5a && buf[40 + 63] == 0x5a;
+    LiveNic::release(nic);
+    _exit(good ? 0 : 1);
+  }
+  char ready = 0;
+  ASSERT_EQ(read(up[0], &ready, 1), 1);
+  ASSERT_EQ(ready, 1) << "child could not set up its UD QP";
+  int err = 0;
+  LiveNic* nic = LiveNic::acquire({}, err);
+  ASSERT_NE(nic, nullptr);
+  std::vector<uint8_t> src(64, 0x5a);
+  Cq* cq = nullptr;
+  Errno e = nic->locked([&](Device& d) -> Errno {
+    Pd* pd = d.alloc_pd();
+    MrInfo mr;
+    if (Errno r = d.reg_mr(pd, src.data(), src.size(), (uint64_t)src.data(), 0, mr)) return r;
+    uint32_t cqe = 16;
+    cq = d.create_cq(cqe, nullptr);
+    Qp* qp = make_ud(d, pd, cq);
+    if (qp == nullptr) return EINVAL;
+    if (Errno r = bring_up(d, qp)) return r;
+    AddressVector av;
+    av.dgid = group;
+    Errno r = 0;
+    Ah* ah = d.create_ah(pd, av, r);
+    if (ah == nullptr) return r;
+    Sge sge{(uint64_t)src.data(), 64, mr.lkey};
+    SendWr wr;
+    wr.opcode = WrOpcode::kSend;
+    wr.send_flags = kSendSignaled;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.ah = ah;
+    wr.remote_qpn = 0xffffff;
+    wr.remote_qkey = kQkey;
+    return d.post_send(qp, &wr, 1, nullptr);
+  });
+  ASSERT_EQ(e, 0);
+  WorkCompletion wc;
+  ASSERT_EQ(busy_poll_one(nic, cq, wc), 1);
+  EXPECT_EQ(wc.status, WcStatus::kSuccess);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child got no datagram";
+  LiveNic::release(nic);
+}
+
+}  // namespace
+}  // namespace vrnic::live

@@ -66,6 +66,7 @@ def cases():
     c["ib_write_bw_q256"] = perftest("ib_write_bw", ["-q", "256", "-n", "200"])
     ext_cases(c)
     srq_mw_odp_cases(c)
+    ud_uc_cases(c)
     return c
 
 
@@ -93,6 +94,16 @@ def srq_mw_odp_cases(c):
     c["srq_pingpong_events"] = pingpong(["-e"], prog="ibv_srq_pingpong")
     c["ib_send_lat_srq"] = perftest("ib_send_lat", ["--use-srq"])
     c["ib_read_bw_odp"] = perftest("ib_read_bw", ["--odp"])
+
+
+def ud_uc_cases(c):
+    """Datagram (UD) and unreliable connected (UC) QPs."""
+    c["ud_pingpong"] = pingpong(prog="ibv_ud_pingpong")
+    c["uc_pingpong"] = pingpong(prog="ibv_uc_pingpong")
+    c["ib_send_bw_ud"] = perftest("ib_send_bw", ["-c", "UD"])
+    c["ib_send_lat_ud"] = perftest("ib_send_lat", ["-c", "UD"])
+    c["ib_send_bw_uc"] = perftest("ib_send_bw", ["-c", "UC"])
+    c["ib_write_bw_uc"] = perftest("ib_write_bw", ["-c", "UC"])
 
 
 def resolve(argv, bindir):

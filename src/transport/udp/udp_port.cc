@@ -5,6 +5,7 @@
 #include <netinet/ip.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -105,6 +106,10 @@ int UdpPort::open_socket(uint16_t port, int& err) {
   } else {
     // DF set. Linux then sends unconnected UDP with IP ID 0, the value the ICRC was built on.
     set_int(fd, IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO);
+    // Multicast (UD groups) leaves on the device's interface, not along the default route.
+    in_addr ifa;
+    std::memcpy(&ifa, options_.address.bytes.data(), 4);
+    setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof ifa);
   }
   sockaddr_storage sa;
   socklen_t len = options_.address.to_sockaddr(port, sa);
@@ -147,7 +152,60 @@ std::unique_ptr<UdpPort> UdpPort::open(const UdpPortOptions& options, int& err) 
             options.address.to_string().c_str(), p->options_.port, options.buffer_bytes,
             p->granted_rcvbuf_, get_int(fd, SOL_SOCKET, SO_SNDBUF));
   p->pool_.resize(options.source_ports == 0 ? 1 : options.source_ports);
+  p->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (p->epoll_fd_ >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(p->epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      close(p->epoll_fd_);
+      p->epoll_fd_ = -1;
+    }
+  }
   return p;
+}
+
+bool UdpPort::set_multicast(const std::array<uint8_t, 16>& group, bool ipv6, bool join) {
+  if (ipv6 || options_.address.ipv6 || epoll_fd_ < 0) return false;
+  auto it = std::find_if(groups_.begin(), groups_.end(),
+                         [&](const GroupSocket& g) { return g.group == group; });
+  if (!join) {
+    if (it == groups_.end()) return false;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->fd, nullptr);
+    close(it->fd);  // closing leaves the group
+    groups_.erase(it);
+    rx_turn_ = 0;
+    return true;
+  }
+  if (it != groups_.end()) return true;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  // Every device on the host that joined binds (group, port): SO_REUSEADDR lets them share
+  // it, and each gets a copy of every datagram sent to the group.
+  set_int(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(options_.port);
+  std::memcpy(&sa.sin_addr, group.data(), 4);
+  ip_mreq mreq{};
+  std::memcpy(&mreq.imr_multiaddr, group.data(), 4);
+  std::memcpy(&mreq.imr_interface, options_.address.bytes.data(), 4);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+      setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof mreq) != 0 ||
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    debug_log("udp: cannot join multicast group %u.%u.%u.%u: %s", group[0], group[1], group[2],
+              group[3], std::strerror(errno));
+    close(fd);
+    return false;
+  }
+  set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);  // the group address is the packet's destination
+  set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
+  grow_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, options_.buffer_bytes);
+  groups_.push_back({group, fd});
+  return true;
 }
 
 UdpPort::~UdpPort() {
@@ -155,6 +213,8 @@ UdpPort::~UdpPort() {
     if (s.fd >= 0) close(s.fd);
   for (auto& s : extra_)
     if (s.fd >= 0) close(s.fd);
+  for (auto& g : groups_) close(g.fd);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
   if (rx_fd_ >= 0) close(rx_fd_);
 }
 
@@ -397,10 +457,21 @@ size_t UdpPort::receive(RecvBatch& batch) {
   }
   batch.packets_.clear();
   batch.datagrams_ = 0;
-  int r;
-  do {
-    r = recvmmsg(rx_fd_, s.msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT, nullptr);
-  } while (r < 0 && errno == EINTR);
+  // The receive socket, then the multicast group sockets (if any), starting after the one
+  // read last time so that none starves the others.
+  int r = -1;
+  const size_t nfds = 1 + groups_.size();
+  for (size_t t = 0; t < nfds; ++t) {
+    const size_t i = (rx_turn_ + t) % nfds;
+    const int fd = i == 0 ? rx_fd_ : groups_[i - 1].fd;
+    do {
+      r = recvmmsg(fd, s.msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT, nullptr);
+    } while (r < 0 && errno == EINTR);
+    if (r > 0) {
+      rx_turn_ = (i + 1) % nfds;
+      break;
+    }
+  }
   if (r <= 0) return 0;
   batch.datagrams_ = static_cast<size_t>(r);
 

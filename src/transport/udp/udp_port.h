@@ -67,7 +67,9 @@ class UdpPort final : public engine::PacketPort {
   static std::unique_ptr<UdpPort> open(const UdpPortOptions& options, int& err);
   ~UdpPort() override;
 
-  int fd() const { return rx_fd_; }
+  // Readable when a packet waits on the receive socket or on a multicast group's socket
+  // (an epoll set of them).
+  int fd() const { return epoll_fd_ >= 0 ? epoll_fd_ : rx_fd_; }
   const IpAddress& address() const { return options_.address; }
   uint16_t port() const { return options_.port; }
   int granted_rcvbuf() const { return granted_rcvbuf_; }
@@ -77,6 +79,9 @@ class UdpPort final : public engine::PacketPort {
   // 0xC000 | 14 bits chosen by a hash of the QPN, then the pool socket actually bound for
   // that hash bucket (the next free port if the preferred one was taken).
   uint16_t source_port_for(uint32_t qpn) override;
+  // IPv4 multicast: a socket bound to (group, port) that joined the group on the device's
+  // interface; receive() reads it too. IPv6 groups are not joined (returns false).
+  bool set_multicast(const std::array<uint8_t, 16>& group, bool ipv6, bool join) override;
 
   // Corking (the doorbell batch): while corked, send() copies packets into a queue instead
   // of sending them; flush() sends the queue in one batch (sendmmsg, UDP_SEGMENT). A queue
@@ -108,8 +113,16 @@ class UdpPort final : public engine::PacketPort {
   static constexpr size_t kMaxGsoSegments = 64;
   static constexpr size_t kMaxGsoBytes = 65000;
 
+  struct GroupSocket {
+    std::array<uint8_t, 16> group{};
+    int fd = -1;
+  };
+
   UdpPortOptions options_;
   int rx_fd_ = -1;
+  int epoll_fd_ = -1;               // rx_fd_ and the group sockets
+  std::vector<GroupSocket> groups_;
+  size_t rx_turn_ = 0;              // which socket receive() reads first (fairness)
   int granted_rcvbuf_ = 0;
   bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
   bool gro_ = false;  // UDP_GRO granted on the receive socket

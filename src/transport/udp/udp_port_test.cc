@@ -439,3 +439,52 @@ TEST(IpAddress, parse__v4_v6_and_mapped) {
 
 }  // namespace
 }  // namespace vrnic::transport
+
+namespace vrnic::transport {
+namespace {
+
+// UD multicast: ports that joined a group each get a copy of a packet sent to it (the group
+// address as its destination); a port that left gets none.
+TEST(UdpPortMulticast, joined_ports_receive_group_packets_until_they_leave) {
+  auto a = open_port(IpAddress::v4(127, 0, 0, 233));
+  ASSERT_NE(a, nullptr);
+  UdpPortOptions o;
+  o.port = a->port();  // every device of a group listens on the same UDP port (4791 live)
+  int err = 0;
+  o.address = IpAddress::v4(127, 0, 0, 234);
+  auto b = UdpPort::open(o, err);
+  ASSERT_NE(b, nullptr) << std::strerror(err);
+  o.address = IpAddress::v4(127, 0, 0, 235);
+  auto c = UdpPort::open(o, err);
+  ASSERT_NE(c, nullptr) << std::strerror(err);
+  const std::array<uint8_t, 16> group{239, 77, 0, 1};
+  ASSERT_TRUE(a->set_multicast(group, false, true));
+  ASSERT_TRUE(b->set_multicast(group, false, true));
+  EXPECT_FALSE(a->set_multicast(std::array<uint8_t, 16>{0xff, 0x0e}, true, true));  // no IPv6
+
+  std::vector<uint8_t> bytes(40, 0x42);
+  engine::WirePacket p;
+  p.ip.src = c->address().bytes;
+  p.ip.dst = group;
+  p.ip.src_port = c->source_port_for(3);
+  p.ip.dst_port = a->port();
+  p.data = bytes;
+  c->send({&p, 1});
+  for (UdpPort* port : {a.get(), b.get()}) {
+    auto got = receive_n(*port, 1);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].bytes, bytes);
+    EXPECT_EQ(got[0].p.ip.dst, group);  // the group, from IP_PKTINFO
+    EXPECT_EQ(got[0].p.ip.src, c->address().bytes);
+  }
+  ASSERT_TRUE(a->set_multicast(group, false, false));
+  EXPECT_FALSE(a->set_multicast(group, false, false));  // not a member any more
+  c->send({&p, 1});
+  EXPECT_EQ(receive_n(*b, 1).size(), 1u);
+  RecvBatch batch;
+  EXPECT_FALSE(wait_readable(a->fd(), 100));
+  EXPECT_EQ(a->receive(batch), 0u);
+}
+
+}  // namespace
+}  // namespace vrnic::transport
