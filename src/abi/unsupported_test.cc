@@ -9,7 +9,6 @@ namespace {
 using Unsupported = VerbsTest;
 
 TEST_F(Unsupported, exported_pointer_verbs__null_with_eopnotsupp) {
-  EXPECT_EQ(errno, EOPNOTSUPP);
   errno = 0;
   EXPECT_EQ(ibv_reg_dmabuf_mr(pd_, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
