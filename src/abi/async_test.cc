@@ -40,33 +40,11 @@ class Async : public VerbsTest {
     return ibv_create_qp(pd_, &init);
   }
 
+  // Remote write access only, no READ/atomic resources: the events under test come from
+  // writes with bad keys.
   void connect(ibv_qp* qp, uint32_t remote_qpn) {
-    ibv_qp_attr a{};
-    a.qp_state = IBV_QPS_INIT;
-    a.port_num = 1;
-    a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                        IBV_QP_ACCESS_FLAGS), 0);
-    a = {};
-    a.qp_state = IBV_QPS_RTR;
-    a.path_mtu = IBV_MTU_1024;
-    a.dest_qp_num = remote_qpn;
-    a.min_rnr_timer = 12;
-    a.ah_attr.is_global = 1;
-    a.ah_attr.port_num = 1;
-    a.ah_attr.grh.hop_limit = 64;
-    ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &a.ah_attr.grh.dgid), 0);
-    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-    a = {};
-    a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    ASSERT_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                        IBV_QP_MAX_QP_RD_ATOMIC), 0);
+    connect_rc(qp, remote_qpn, {.my_psn = 0, .remote_psn = 0, .access = IBV_ACCESS_REMOTE_WRITE,
+                                .max_dest_rd_atomic = 0});
   }
 
   // A signaled 16-byte RDMA WRITE from qp to buf_ with rkey.
