@@ -10,6 +10,18 @@
 namespace vrnic::engine::testing {
 namespace {
 
+SendWr write_wr(uint64_t id, Sge* sge, uint64_t remote_addr, uint32_t rkey) {
+  SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = kSendSignaled;
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.remote_addr = remote_addr;
+  wr.rkey = rkey;
+  return wr;
+}
+
 TEST(DeviceWindow, ManyQpsShareTheBudgetAndAllDataLands) {
   Fabric f;
   Node& a = f.add_node(1);
@@ -39,15 +51,9 @@ TEST(DeviceWindow, ManyQpsShareTheBudgetAndAllDataLands) {
   for (int round = 0; round < 2; ++round) {
     last_ack_req.clear();
     for (int i = 0; i < kQps; ++i) {
-      SendWr wr;
-      wr.wr_id = uint64_t(i);
-      wr.opcode = WrOpcode::kRdmaWrite;
-      wr.send_flags = kSendSignaled;
-      wr.sg_list = &sge;
-      wr.num_sge = 1;
-      wr.remote_addr = dst.addr() + uint64_t(i) * kLen;
-      wr.rkey = dst.mr.rkey;
-      ASSERT_EQ(post_send(a, qa[i], wr), 0);
+      ASSERT_EQ(post_send(a, qa[i], write_wr(uint64_t(i), &sge, dst.addr() + uint64_t(i) * kLen,
+                                             dst.mr.rkey)),
+                0);
     }
     // Without the device window this would be 100 x 64 = 6400 packets on the wire.
     EXPECT_LE(f.wire().in_flight(), size_t(kDeviceWindow) + kQps);
@@ -85,14 +91,8 @@ TEST(DeviceWindow, AQpInErrorGivesBackItsShare) {
   Sge sge{src.addr(), kLen, src.mr.lkey};
   auto post_all = [&] {
     for (int i = 0; i < kQps; ++i) {
-      SendWr wr;
-      wr.opcode = WrOpcode::kRdmaWrite;
-      wr.send_flags = kSendSignaled;
-      wr.sg_list = &sge;
-      wr.num_sge = 1;
-      wr.remote_addr = dst.addr() + uint64_t(i) * kLen;
-      wr.rkey = dst.mr.rkey;
-      ASSERT_EQ(post_send(a, qa[i], wr), 0);
+      ASSERT_EQ(post_send(a, qa[i], write_wr(0, &sge, dst.addr() + uint64_t(i) * kLen, dst.mr.rkey)),
+                0);
     }
   };
   post_all();
@@ -105,14 +105,8 @@ TEST(DeviceWindow, AQpInErrorGivesBackItsShare) {
   a.poll();
   const size_t before = f.wire().stats().sent;
   for (int i = kQps / 2; i < kQps; ++i) {
-    SendWr wr;
-    wr.opcode = WrOpcode::kRdmaWrite;
-    wr.send_flags = kSendSignaled;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.remote_addr = dst.addr() + uint64_t(i) * kLen;
-    wr.rkey = dst.mr.rkey;
-    ASSERT_EQ(post_send(a, qa[i], wr), 0);
+    ASSERT_EQ(post_send(a, qa[i], write_wr(0, &sge, dst.addr() + uint64_t(i) * kLen, dst.mr.rkey)),
+              0);
   }
   // 10 QPs x 64 packets fit the budget at once.
   EXPECT_EQ(f.wire().stats().sent - before, size_t(kQps / 2) * 64);
