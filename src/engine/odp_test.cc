@@ -15,7 +15,8 @@ namespace {
 constexpr uint32_t kAll = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
 constexpr uint32_t kPrefetch = 0, kPrefetchWrite = 1, kPrefetchNoFault = 2;
 
-// Three pages: [0] read-write, [1] unmapped, [2] read-only.
+// Three pages: [0] read-write, [1] inaccessible (PROT_NONE: reserved, so no other mapping of
+// the process can land there as it could in an unmapped hole), [2] read-only.
 struct Region {
   size_t ps = size_t(sysconf(_SC_PAGESIZE));
   uint8_t* base = nullptr;
@@ -24,13 +25,10 @@ struct Region {
         mmap(nullptr, 3 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     EXPECT_NE(base, MAP_FAILED);
     std::memset(base, 0x5a, 3 * ps);
-    EXPECT_EQ(munmap(base + ps, ps), 0);
+    EXPECT_EQ(mprotect(base + ps, ps, PROT_NONE), 0);
     EXPECT_EQ(mprotect(base + 2 * ps, ps, PROT_READ), 0);
   }
-  ~Region() {
-    munmap(base, ps);
-    munmap(base + 2 * ps, ps);
-  }
+  ~Region() { munmap(base, 3 * ps); }
   uint64_t addr(size_t page, size_t off = 0) const {
     return reinterpret_cast<uint64_t>(base + page * ps + off);
   }
