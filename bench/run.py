@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import time
 
 BW_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
@@ -20,15 +21,20 @@ PERFTEST_MB = 1048576  # perftest's "MB/sec" is MiB/s (1 MB = 2^20 bytes)
 
 
 def pair(server, client, timeout=120, env=None, settle=0.5):
-    s = subprocess.Popen(server, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    time.sleep(settle)
-    try:
-        c = subprocess.run(client, capture_output=True, text=True, timeout=timeout, env=env)
-        out_s, _ = s.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        s.kill()
-        return None, None
-    return c.stdout + c.stderr, out_s
+    # The server writes to a file, not a pipe: with many QPs perftest prints more than a pipe
+    # holds before it reads the client, and would block on the write.
+    with tempfile.TemporaryFile(mode="w+") as log:
+        s = subprocess.Popen(server, stdout=log, stderr=subprocess.STDOUT, text=True, env=env)
+        time.sleep(settle)
+        try:
+            c = subprocess.run(client, capture_output=True, text=True, timeout=timeout, env=env)
+            s.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            s.kill()
+            s.wait()
+            return None, None
+        log.seek(0)
+        return c.stdout + c.stderr, log.read()
 
 
 def vrnic_perftest(bindir, tool, size, iters):
