@@ -38,6 +38,9 @@ PROFILES = {
             "netem": ["delay", "1ms", "reorder", "2%", "loss", "1%", "duplicate", "1%",
                       "corrupt", "1%"],
             "nft": {"loss": 100, "dup": 100, "corrupt": 100, "reorder": 200}},
+    # Only nft_reorder_write_bw: the HTB reordering alone, no packet lost.
+    "reorder": {"inject": "reorder=0.02", "netem": ["delay", "1ms", "reorder", "2%"],
+                "nft": {"reorder": 200}},
 }
 
 # Few iterations: Go-Back-N at 5 % loss resends whole windows, so the default 5000 64 KiB
@@ -69,6 +72,9 @@ def cases():
     c["netns_plain_write_bw"] = {"where": "netem", "profile": "none", "kind": "bw",
                                  "server": PERFTESTS["write_bw"],
                                  "clients": [PERFTESTS["write_bw"] + ["@HOST"]]}
+    # The nft reordering alone: with nothing lost, an out-of-sequence packet can only come
+    # from a packet held in the HTB class.
+    c["nft_reorder_write_bw"] = dict(c["netns_plain_write_bw"], where="nft", profile="reorder")
     for op in ("write", "read", "atomic"):
         c[f"peer_loss_{op}"] = {"special": "peer_loss", "op": op}
     c["peer_kill_write_bw"] = {"special": "peer_kill"}
@@ -315,6 +321,8 @@ def expected_counters(where, profile, name):
         return []
     want = [more("retransmitted_packets")]
     if where == "nft":
+        if profile == "reorder":
+            want.append(more("rx_out_of_sequence"))
         if profile == "mix":
             # The copies from `dup to` and the flipped bytes must reach vrnic: its duplicate
             # detection and its ICRC check catch them.
@@ -428,6 +436,10 @@ def case_pair(r, name, spec, port, timeout):
         # Each rule must have acted, or the case did not test what it says.
         problems += [f"kernel: no packet hit the nft {k} rule" for k in rates
                      if kernel.get(f"nft_{k}", 0) == 0]
+        if spec["profile"] == "reorder":
+            # Out of sequence must not come from a loss: none in the class, none at the socket.
+            problems += [f"kernel: {k}={kernel.get(k, 0)}, want 0 (a loss, not a reorder)"
+                         for k in ("htb_dropped", "udp_RcvbufErrors") if kernel.get(k, 0)]
     else:
         problems, total, _ = run_pair(r, name, spec, port, timeout)
     if not any("timed out" in p or "exit status" in p for p in problems):
