@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Runs vrnic pairs on an impaired network and checks that Reliable Connection still holds:
-perftest pairs and the integrity test under the seeded injector (`vrnic run --faults`) and
-under kernel netem between two network namespaces, and the loss of the peer mid-transfer.
+perftest pairs and the integrity test under the seeded injector (`vrnic run --faults`), under
+kernel netem and under nftables rules (plus an HTB class for reordering) between two network
+namespaces, and the loss of the peer mid-transfer.
 
   faults.py --bin BUILD/bin CASE     run one case (ctest runs each case on its own)
   faults.py --list                   list the cases
 
-Exit status: 0 pass, 1 fail, 77 skipped (netem cases without root, `ip netns` or sch_netem;
-the reason is printed on a line starting with SKIPPED).
+Exit status: 0 pass, 1 fail, 77 skipped (netem/nft cases without root, `ip netns`, sch_netem
+or nftables; the reason is printed on a line starting with SKIPPED).
 """
 import argparse
 import os
@@ -26,14 +27,20 @@ COUNTER_LINE = re.compile(r"^([a-z_0-9]+) (\d+)$", re.M)
 STATS_HEAD = re.compile(r"vrnic: \S+ \S+ \(.*pid \d+\) counters:")
 
 # Impairment profiles. The injector spec is given to `vrnic run --faults` (each process its
-# own seed); the netem arguments go on the root qdisc of each end of the veth pair.
+# own seed); the netem arguments go on the root qdisc of each end of the veth pair; the nft
+# entries are rates in 1/10000 of the RoCEv2 datagrams (UDP dport 4791) each namespace gets
+# (loss, dup, corrupt) or sends (reorder), see Nft.
 PROFILES = {
-    "loss1": {"inject": "loss=0.01", "netem": ["loss", "1%"]},
-    "loss5": {"inject": "loss=0.05", "netem": ["loss", "5%"]},
-    "none": {"inject": "", "netem": None},
+    "loss1": {"inject": "loss=0.01", "netem": ["loss", "1%"], "nft": {"loss": 100}},
+    "loss5": {"inject": "loss=0.05", "netem": ["loss", "5%"], "nft": {"loss": 500}},
+    "none": {"inject": "", "netem": None, "nft": None},
     "mix": {"inject": "loss=0.01,dup=0.01,reorder=0.02,corrupt=0.01",
             "netem": ["delay", "1ms", "reorder", "2%", "loss", "1%", "duplicate", "1%",
-                      "corrupt", "1%"]},
+                      "corrupt", "1%"],
+            "nft": {"loss": 100, "dup": 100, "corrupt": 100, "reorder": 200}},
+    # Only nft_reorder_write_bw: the HTB reordering alone, no packet lost.
+    "reorder": {"inject": "reorder=0.02", "netem": ["delay", "1ms", "reorder", "2%"],
+                "nft": {"reorder": 200}},
 }
 
 # Few iterations: Go-Back-N at 5 % loss resends whole windows, so the default 5000 64 KiB
@@ -44,7 +51,7 @@ PERFTESTS = {"write_bw": ["ib_write_bw", "-n", "300"], "read_bw": ["ib_read_bw",
 
 def pair_cases():
     c = {}
-    for where in ("inject", "netem"):
+    for where in ("inject", "netem", "nft"):
         for prof in ("loss1", "loss5", "mix"):
             for name, argv in PERFTESTS.items():
                 c[f"{where}_{prof}_{name}"] = {"where": where, "profile": prof, "kind": "bw",
@@ -65,6 +72,9 @@ def cases():
     c["netns_plain_write_bw"] = {"where": "netem", "profile": "none", "kind": "bw",
                                  "server": PERFTESTS["write_bw"],
                                  "clients": [PERFTESTS["write_bw"] + ["@HOST"]]}
+    # The nft reordering alone: with nothing lost, an out-of-sequence packet can only come
+    # from a packet held in the HTB class.
+    c["nft_reorder_write_bw"] = dict(c["netns_plain_write_bw"], where="nft", profile="reorder")
     for op in ("write", "read", "atomic"):
         c[f"peer_loss_{op}"] = {"special": "peer_loss", "op": op}
     c["peer_kill_write_bw"] = {"special": "peer_kill"}
@@ -79,13 +89,17 @@ class Skipped(Exception):
 
 class Netem:
     """Two namespaces joined by a veth pair, netem on both ends; removed on exit, whatever
-    happens (also on SIGTERM from ctest's timeout)."""
+    happens (also on SIGTERM from ctest's timeout). Subclasses (Nft) replace impair() and use
+    their own names and subnet, so a netem and an nft case can run at the same time."""
+    NS, DEV, NET = "vrnicf", "vf", "10.99.0"
 
     def __init__(self, netem_args):
         tag = str(os.getpid())
-        self.ns = [f"vrnicf-a-{tag}", f"vrnicf-b-{tag}"]
-        self.dev = [f"vfa{tag}"[:15], f"vfb{tag}"[:15]]
-        self.addr = ["10.99.0.1", "10.99.0.2"]
+        self.ns = [f"{self.NS}-a-{tag}", f"{self.NS}-b-{tag}"]
+        self.dev = [f"{self.DEV}a{tag}"[:15], f"{self.DEV}b{tag}"[:15]]
+        # The server in namespace a; clients in namespace b, each with its own address (a
+        # vrnic process binds UDP port 4791 on its address).
+        self.addr = [f"{self.NET}.1", f"{self.NET}.2", f"{self.NET}.3"]
         self.netem_args = netem_args
         self.created = []
 
@@ -95,12 +109,15 @@ class Netem:
             raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
         return r
 
+    TOOLS = {"ip": "iproute2", "tc": "iproute2"}
+
     def __enter__(self):
         if os.geteuid() != 0:
-            raise Skipped("not root: network namespaces and tc need CAP_NET_ADMIN")
-        for tool in ("ip", "tc"):
+            raise Skipped(f"not root: network namespaces and {'/'.join(self.TOOLS)} need "
+                          "CAP_NET_ADMIN")
+        for tool, pkg in self.TOOLS.items():
             if subprocess.run(["which", tool], capture_output=True).returncode != 0:
-                raise Skipped(f"'{tool}' (iproute2) is not installed")
+                raise Skipped(f"'{tool}' ({pkg}) is not installed")
         self.remove_stale()
         for ns in self.ns:
             r = self._ip("ip", "netns", "add", ns, check=False)
@@ -115,28 +132,34 @@ class Netem:
                 n = self.ns[i]
                 # Jumbo frames, as RoCE networks use: a 4096 B MTU packet is one datagram.
                 self._ip("ip", "-n", n, "link", "set", self.dev[i], "mtu", "9000")
-                self._ip("ip", "-n", n, "addr", "add", self.addr[i] + "/24", "dev", self.dev[i])
+                for a in self.addr[i:] if i else self.addr[:1]:
+                    self._ip("ip", "-n", n, "addr", "add", a + "/24", "dev", self.dev[i])
                 self._ip("ip", "-n", n, "link", "set", self.dev[i], "up")
                 self._ip("ip", "-n", n, "link", "set", "lo", "up")
-            for i in range(2 if self.netem_args else 0):
-                r = self._ip("tc", "-n", self.ns[i], "qdisc", "add", "dev", self.dev[i], "root",
-                             "netem", *self.netem_args, check=False)
-                if r.returncode != 0:
-                    self.__exit__()
-                    raise Skipped(f"tc qdisc add ... netem failed ({r.stderr.strip()}): "
-                                  f"{kernel_netem()}")
-        except RuntimeError:
+            self.impair()
+        except (RuntimeError, Skipped):
             self.__exit__()
             raise
-        print(f"netns: {self.ns[0]} {self.addr[0]} <-> {self.ns[1]} {self.addr[1]}, "
-              f"netem {' '.join(self.netem_args or ['(none)'])} on both ends")
+        print(f"netns: {self.ns[0]} {self.addr[0]} <-> {self.ns[1]} {' '.join(self.addr[1:])}, "
+              f"{self.describe()}")
         return self
 
-    @staticmethod
-    def remove_stale():
+    def impair(self):
+        for i in range(2 if self.netem_args else 0):
+            r = self._ip("tc", "-n", self.ns[i], "qdisc", "add", "dev", self.dev[i], "root",
+                         "netem", *self.netem_args, check=False)
+            if r.returncode != 0:
+                raise Skipped(f"tc qdisc add ... netem failed ({r.stderr.strip()}): "
+                              f"{kernel_netem()}")
+
+    def describe(self):
+        return f"netem {' '.join(self.netem_args or ['(none)'])} on both ends"
+
+    @classmethod
+    def remove_stale(cls):
         """Namespaces left by a run that was SIGKILLed (ctest's timeout) before its cleanup."""
         r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-        for m in re.finditer(r"^(vrnicf-[ab]-(\d+))", r.stdout, re.M):
+        for m in re.finditer(rf"^({cls.NS}-[ab]-(\d+))", r.stdout, re.M):
             if not os.path.exists(f"/proc/{m.group(2)}"):
                 subprocess.run(["ip", "netns", "del", m.group(1)], capture_output=True)
 
@@ -160,6 +183,115 @@ def kernel_netem():
     except OSError:
         pass
     return f"kernel {os.uname().release} has no sch_netem (module missing or not built)"
+
+
+def kernel_options(names):
+    """The kernel's configuration lines for these options, for a skip reason."""
+    found = []
+    try:
+        import gzip
+        for line in gzip.open("/proc/config.gz", "rt"):
+            if any(re.search(rf"\b{n}\b", line) for n in names):
+                found.append(line.strip())
+    except OSError:
+        return f"kernel {os.uname().release} (no /proc/config.gz)"
+    return f"kernel {os.uname().release}: {'; '.join(found) or 'none of ' + ' '.join(names)}"
+
+
+class Nft(Netem):
+    """The same two namespaces and veth pair (own names, 10.98.0.0/24), impaired by nftables in
+    each namespace instead of a qdisc. On the RoCEv2 datagrams (UDP dport 4791) a namespace
+    receives from the veth (prerouting, `iifname` the veth), each rule drawing its own number
+    with `numgen random mod 10000 < N`:
+      loss     `drop`
+      dup      `dup to ip daddr` (nf_dup_ipv4: the copy is routed to the packet's own, local,
+               destination and delivered through lo, so it does not meet these rules again)
+      corrupt  `@th,160,8 set @th,160,8 ^ 0xff`: flips every bit of the byte after the BTH
+               (AETH, RETH or payload), which the ICRC covers; the UDP checksum does not
+               stop it (veth passes the sender's CHECKSUM_PARTIAL, not verified again)
+    and on what it sends (postrouting, `oifname` the veth):
+      reorder  `meta priority set 1:1`: the packet goes into class 1:1 of an HTB root qdisc
+               on the veth, limited to 10 Mbit/s (a 4 KiB packet costs 3.4 ms); unmarked
+               packets bypass the class (HTB's direct queue, `default 0`), so a held packet
+               arrives after later ones. A token bucket, not a delay line: a marked packet
+               is held only while the class still pays for an earlier one, so bursts of
+               4 KiB packets (the bw cases) are reordered and sparse small packets (atomics)
+               mostly pass at once; htb_overlimits shows how many were held.
+    Losses are on receive: a drop in the sender's output hook fails its sendmsg (EPERM),
+    which a wire loss does not."""
+    NS, DEV, NET = "vrnicn", "vn", "10.98.0"
+    RULES = {"loss": "drop", "dup": "dup to ip daddr", "corrupt": "@th,160,8 set @th,160,8 ^ 0xff"}
+    KERNEL = ["CONFIG_NF_TABLES", "CONFIG_NFT_NUMGEN", "CONFIG_NF_DUP_IPV4", "CONFIG_NFT_DUP_IPV4",
+              "CONFIG_NET_SCH_HTB"]
+
+    def __init__(self, rates):
+        super().__init__(None)
+        self.rates = rates or {}
+        self.TOOLS = {"ip": "iproute2", "nft": "nftables"}
+        if "reorder" in self.rates:
+            self.TOOLS["tc"] = "iproute2"
+
+    def ruleset(self, i):
+        rx = [f'iifname "{self.dev[i]}" udp dport 4791 numgen random mod 10000 < {n} '
+              f'counter {self.RULES[kind]} comment "{kind}"'
+              for kind, n in self.rates.items() if kind in self.RULES]
+        tx = [f'oifname "{self.dev[i]}" udp dport 4791 numgen random mod 10000 < {n} '
+              f'counter meta priority set 1:1 comment "{kind}"'
+              for kind, n in self.rates.items() if kind == "reorder"]
+        chains = "".join(f"  chain {name} {{\n    type filter hook {hook} priority 0; "
+                         f"policy accept;\n" + "".join(f"    {r}\n" for r in rules) + "  }\n"
+                         for name, hook, rules in (("rx", "prerouting", rx),
+                                                   ("tx", "postrouting", tx)) if rules)
+        return f"table ip vrnic_faults {{\n{chains}}}\n"
+
+    def impair(self):
+        if not self.rates:
+            return
+        for i in range(2):
+            if "reorder" in self.rates:
+                for cmd in (["qdisc", "add", "dev", self.dev[i], "root", "handle", "1:", "htb",
+                             "default", "0"],
+                            ["class", "add", "dev", self.dev[i], "parent", "1:", "classid",
+                             "1:1", "htb", "rate", "10mbit", "ceil", "10mbit", "burst", "1600",
+                             "quantum", "9100"]):
+                    r = self._ip("tc", "-n", self.ns[i], *cmd, check=False)
+                    if r.returncode != 0:
+                        raise Skipped(f"tc {' '.join(cmd[:2])} ... htb failed "
+                                      f"({r.stderr.strip()}): {kernel_options(self.KERNEL)}")
+            r = subprocess.run(["ip", "netns", "exec", self.ns[i], "nft", "-f", "-"],
+                               input=self.ruleset(i), capture_output=True, text=True)
+            if r.returncode != 0:
+                raise Skipped(f"nft -f failed ({' '.join(r.stderr.split())}): "
+                              f"{kernel_options(self.KERNEL)}")
+
+    def describe(self):
+        if not self.rates:
+            return "no nft rules"
+        return ("nft on both ends, per 10000 RoCEv2 packets: "
+                + " ".join(f"{k} {v}" for k, v in self.rates.items()))
+
+    def stats(self):
+        """What the kernel did, summed over both namespaces: packets that hit each rule, the
+        HTB class's packets and overlimits, the namespaces' UDP receive errors."""
+        st = {f"nft_{k}": 0 for k in self.rates}
+        for i in range(2):
+            out = self._ip("ip", "netns", "exec", self.ns[i], "nft", "list", "ruleset").stdout
+            for n, kind in re.findall(r'counter packets (\d+) bytes \d+ .*comment "(\w+)"', out):
+                st[f"nft_{kind}"] += int(n)
+            if "reorder" in self.rates:
+                out = self._ip("tc", "-n", self.ns[i], "-s", "class", "show", "dev",
+                               self.dev[i]).stdout
+                m = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)", out)
+                for k, v in zip(("htb_pkts", "htb_dropped", "htb_overlimits"),
+                                m.groups() if m else ()):
+                    st[k] = st.get(k, 0) + int(v)
+            snmp = self._ip("ip", "netns", "exec", self.ns[i], "cat", "/proc/net/snmp").stdout
+            udp = [line.split() for line in snmp.splitlines() if line.startswith("Udp:")]
+            if len(udp) == 2:
+                for k, v in zip(udp[0][1:], udp[1][1:]):
+                    if k in ("InCsumErrors", "RcvbufErrors"):
+                        st[f"udp_{k}"] = st.get(f"udp_{k}", 0) + int(v)
+        return st
 
 
 def on_sigterm(signum, frame):
@@ -188,6 +320,15 @@ def expected_counters(where, profile, name):
     if profile == "none":
         return []
     want = [more("retransmitted_packets")]
+    if where == "nft":
+        if profile == "reorder":
+            want.append(more("rx_out_of_sequence"))
+        if profile == "mix":
+            # The copies from `dup to` and the flipped bytes must reach vrnic: its duplicate
+            # detection and its ICRC check catch them.
+            want += [more("rx_duplicate"), more("rx_icrc_errors")]
+        if "atomic" in name:
+            want.append(more("duplicate_atomics_replayed"))  # responses are lost, too
     if where == "inject":
         want.append(more("udp_rx_fault_dropped"))  # the injector itself counts what it drops
         if profile == "mix":
@@ -253,7 +394,7 @@ def run_pair(r, name, spec, port, timeout, netem=None, seed_base=1):
 
     def args(i):
         if netem:
-            return {"ip": netem.addr[min(i, 1)], "prefix": netem.prefix(min(i, 1))}
+            return {"ip": netem.addr[i], "prefix": netem.prefix(min(i, 1))}
         return {"faults": f"{prof['inject']},seed={seed_base + i}"}
 
     procs = [r.start(f"{name}.server", server, **args(0))]
@@ -286,6 +427,19 @@ def case_pair(r, name, spec, port, timeout):
     if spec["where"] == "netem":
         with Netem(PROFILES[spec["profile"]]["netem"]) as n:
             problems, total, _ = run_pair(r, name, spec, port, timeout, netem=n)
+    elif spec["where"] == "nft":
+        rates = PROFILES[spec["profile"]]["nft"] or {}
+        with Nft(rates) as n:
+            problems, total, _ = run_pair(r, name, spec, port, timeout, netem=n)
+            kernel = n.stats()
+        print("kernel (both namespaces): " + " ".join(f"{k}={v}" for k, v in kernel.items()))
+        # Each rule must have acted, or the case did not test what it says.
+        problems += [f"kernel: no packet hit the nft {k} rule" for k in rates
+                     if kernel.get(f"nft_{k}", 0) == 0]
+        if spec["profile"] == "reorder":
+            # Out of sequence must not come from a loss: none in the class, none at the socket.
+            problems += [f"kernel: {k}={kernel.get(k, 0)}, want 0 (a loss, not a reorder)"
+                         for k in ("htb_dropped", "udp_RcvbufErrors") if kernel.get(k, 0)]
     else:
         problems, total, _ = run_pair(r, name, spec, port, timeout)
     if not any("timed out" in p or "exit status" in p for p in problems):
