@@ -58,15 +58,7 @@ struct MwFixture : ::testing::Test {
   WcStatus rdma(WrOpcode op, uint64_t remote, uint32_t rkey, uint32_t len,
                 uint64_t local_off = 0, Qp* from = nullptr) {
     Sge sg{src.addr() + local_off, len, src.mr.lkey};
-    SendWr wr;
-    wr.wr_id = 70;
-    wr.opcode = op;
-    wr.send_flags = kSendSignaled;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = remote;
-    wr.rkey = rkey;
-    EXPECT_EQ(post_send(a, from ? from : qa, wr), 0);
+    EXPECT_EQ(post_send(a, from ? from : qa, wr_of(op, 70, &sg, remote, rkey)), 0);
     EXPECT_TRUE(f.run());
     auto wcs = a.poll();
     EXPECT_EQ(wcs.size(), 1u);
@@ -176,11 +168,7 @@ TEST_F(MwFixture, send_with_invalidate_invalidates_the_window) {
   Buffer& rbuf = b.reg(256);
   ASSERT_EQ(post_recv(b, qb, 9, {{rbuf.addr(), 256, rbuf.mr.lkey}}), 0);
   Sge sg{src.addr(), 32, src.mr.lkey};
-  SendWr wr;
-  wr.opcode = WrOpcode::kSendWithInv;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = &sg;
-  wr.num_sge = 1;
+  SendWr wr = wr_of(WrOpcode::kSendWithInv, 0, &sg);
   wr.invalidate_rkey = rkey;
   ASSERT_EQ(post_send(a, qa, wr), 0);
   ASSERT_TRUE(f.run());
@@ -198,11 +186,7 @@ TEST_F(MwFixture, send_with_invalidate_of_an_mr_key_fails_the_receive) {
   Buffer& rbuf = b.reg(256);
   ASSERT_EQ(post_recv(b, qb, 9, {{rbuf.addr(), 256, rbuf.mr.lkey}}), 0);
   Sge sg{src.addr(), 32, src.mr.lkey};
-  SendWr wr;
-  wr.opcode = WrOpcode::kSendWithInv;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = &sg;
-  wr.num_sge = 1;
+  SendWr wr = wr_of(WrOpcode::kSendWithInv, 0, &sg);
   wr.invalidate_rkey = target.mr.rkey;
   ASSERT_EQ(post_send(a, qa, wr), 0);
   f.run(1'000'000'000);

@@ -77,15 +77,7 @@ struct Odp : ::testing::Test {
   }
   WorkCompletion rdma(WrOpcode op, Buffer& local, uint32_t len, uint64_t remote, uint32_t rkey) {
     Sge sg{local.addr(), len, local.mr.lkey};
-    SendWr wr;
-    wr.wr_id = 7;
-    wr.opcode = op;
-    wr.send_flags = kSendSignaled;
-    wr.sg_list = &sg;
-    wr.num_sge = 1;
-    wr.remote_addr = remote;
-    wr.rkey = rkey;
-    EXPECT_EQ(post_send(a, qa, wr), 0);
+    EXPECT_EQ(post_send(a, qa, wr_of(op, 7, &sg, remote, rkey)), 0);
     EXPECT_TRUE(f.run());
     auto wcs = a.poll();
     EXPECT_EQ(wcs.size(), 1u);

@@ -13,18 +13,6 @@
 namespace vrnic::engine::testing {
 namespace {
 
-SendWr wr_of(WrOpcode op, uint64_t id, Sge* sg, uint64_t raddr = 0, uint32_t rkey = 0) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = op;
-  wr.sg_list = sg;
-  wr.num_sge = 1;
-  wr.send_flags = kSendSignaled;
-  wr.remote_addr = raddr;
-  wr.rkey = rkey;
-  return wr;
-}
-
 wire::Packet parse(const WirePacket& p) {
   wire::Packet out;
   wire::parse_packet(p.data, out);

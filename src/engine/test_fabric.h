@@ -166,6 +166,19 @@ inline void fill_random(uint8_t* p, size_t n, uint32_t seed) {
   }
 }
 
+// A signaled one-SGE work request (raddr / rkey for RDMA and atomics).
+inline SendWr wr_of(WrOpcode op, uint64_t id, Sge* sg, uint64_t raddr = 0, uint32_t rkey = 0) {
+  SendWr wr;
+  wr.wr_id = id;
+  wr.opcode = op;
+  wr.sg_list = sg;
+  wr.num_sge = 1;
+  wr.send_flags = kSendSignaled;
+  wr.remote_addr = raddr;
+  wr.rkey = rkey;
+  return wr;
+}
+
 inline Errno post_send(Node& n, Qp* qp, const SendWr& wr) {
   size_t bad = SIZE_MAX;
   return n.dev->post_send(qp, &wr, 1, &bad);

@@ -10,18 +10,6 @@
 namespace vrnic::engine::testing {
 namespace {
 
-SendWr write_wr(uint64_t id, Sge* sge, uint64_t remote_addr, uint32_t rkey) {
-  SendWr wr;
-  wr.wr_id = id;
-  wr.opcode = WrOpcode::kRdmaWrite;
-  wr.send_flags = kSendSignaled;
-  wr.sg_list = sge;
-  wr.num_sge = 1;
-  wr.remote_addr = remote_addr;
-  wr.rkey = rkey;
-  return wr;
-}
-
 TEST(DeviceWindow, ManyQpsShareTheBudgetAndAllDataLands) {
   Fabric f;
   Node& a = f.add_node(1);
@@ -51,7 +39,7 @@ TEST(DeviceWindow, ManyQpsShareTheBudgetAndAllDataLands) {
   for (int round = 0; round < 2; ++round) {
     last_ack_req.clear();
     for (int i = 0; i < kQps; ++i) {
-      ASSERT_EQ(post_send(a, qa[i], write_wr(uint64_t(i), &sge, dst.addr() + uint64_t(i) * kLen,
+      ASSERT_EQ(post_send(a, qa[i], wr_of(WrOpcode::kRdmaWrite, uint64_t(i), &sge, dst.addr() + uint64_t(i) * kLen,
                                              dst.mr.rkey)),
                 0);
     }
@@ -91,7 +79,7 @@ TEST(DeviceWindow, AQpInErrorGivesBackItsShare) {
   Sge sge{src.addr(), kLen, src.mr.lkey};
   auto post_all = [&] {
     for (int i = 0; i < kQps; ++i) {
-      ASSERT_EQ(post_send(a, qa[i], write_wr(0, &sge, dst.addr() + uint64_t(i) * kLen, dst.mr.rkey)),
+      ASSERT_EQ(post_send(a, qa[i], wr_of(WrOpcode::kRdmaWrite, 0, &sge, dst.addr() + uint64_t(i) * kLen, dst.mr.rkey)),
                 0);
     }
   };
@@ -105,7 +93,7 @@ TEST(DeviceWindow, AQpInErrorGivesBackItsShare) {
   a.poll();
   const size_t before = f.wire().stats().sent;
   for (int i = kQps / 2; i < kQps; ++i) {
-    ASSERT_EQ(post_send(a, qa[i], write_wr(0, &sge, dst.addr() + uint64_t(i) * kLen, dst.mr.rkey)),
+    ASSERT_EQ(post_send(a, qa[i], wr_of(WrOpcode::kRdmaWrite, 0, &sge, dst.addr() + uint64_t(i) * kLen, dst.mr.rkey)),
               0);
   }
   // 10 QPs x 64 packets fit the budget at once.
