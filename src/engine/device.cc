@@ -61,13 +61,14 @@ struct Device::Impl {
   // stopped, so the budget goes round the QPs instead of to the busiest).
   void wake_budget_waiters() {
     if (core.budget_waiters.empty() || core.inflight >= kDeviceWindow) return;
-    std::vector<Qp*> waiting;
-    waiting.swap(core.budget_waiters);
-    for (Qp* q : waiting) {
+    waking.clear();
+    waking.swap(core.budget_waiters);  // both keep their capacity: no allocation per call
+    for (Qp* q : waking) {
       q->req.budget_wait = false;
       requester_progress(core, *q);  // may put itself back on budget_waiters
     }
   }
+  std::vector<Qp*> waking;  // wake_budget_waiters' scratch
 
   void dispatch(const WirePacket& pkt);
   void apply(Qp& qp, const QpAttr& a, uint32_t mask);
