@@ -243,7 +243,8 @@ void completer_check_front(Core& c, Qp& qp) {
 }
 
 void completer_retire_local(Core& c, Qp& qp) {
-  if (!qp.sq.empty() && qp.sq.front().is_local() && qp.sq.front().started)
+  if (!qp.sq.empty() && (qp.sq.front().is_local() || qp.sq.front().direct) &&
+      qp.sq.front().started)
     retire_front(c, qp, WcStatus::kSuccess, kVendorNone);
 }
 

@@ -1,6 +1,8 @@
 // Shared device internals: completions, error transition with flush, packet start, SGE copy.
 #include "engine/core.h"
 
+#include "engine/completer.h"
+
 #include "wire/psn.h"
 
 #include <cstring>
@@ -78,8 +80,76 @@ void Core::flush_queues(Qp& qp) {
   qp.req.cursor_pkt = 0;
 }
 
+void Core::publish_qp(const Qp& qp) {
+  if (config.direct == nullptr || qp.type != QpType::kRc) return;
+  DirectQp d;
+  d.qpn = qp.qpn;
+  d.pd = qp.pd->handle;
+  d.access = qp.attr.qp_access_flags;
+  d.dest_qpn = qp.attr.dest_qp_num;
+  const QpState s = qp.state();
+  d.responds = s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd;
+  d.ipv6 = qp.ip.ipv6;
+  d.dest_ip = qp.ip.dst;
+  config.direct->publish_qp(d);
+}
+
+void Core::retract_qp(const Qp& qp) {
+  if (config.direct != nullptr && qp.type == QpType::kRc) config.direct->retract_qp(qp.qpn);
+}
+
+void Core::publish_mr(const Mr& mr) {
+  if (config.direct == nullptr) return;
+  DirectMr d;
+  d.key = mr.key;
+  d.pd = mr.pd->handle;
+  d.access = mr.access;
+  d.iova = mr.iova;
+  d.length = mr.length;
+  d.host = mr.host;
+  config.direct->publish_mr(d);
+}
+
+void Core::retract_mr(const Mr& mr) {
+  if (config.direct != nullptr) config.direct->retract_mr(mr.key);
+}
+
+void Core::direct_flush() {
+  if (direct_ops.empty()) return;
+  direct_scratch.clear();
+  direct_scratch.swap(direct_ops);
+  direct_signaled = 0;
+  const size_t done = config.direct->flush();
+  for (size_t i = 0; i < direct_scratch.size(); ++i) {
+    Qp& qp = *direct_scratch[i];
+    if (i < done) {
+      SendWqe& w = qp.sq.front();
+      ++(w.opcode == WrOpcode::kRdmaRead ? ctr.direct_reads : ctr.direct_writes);
+      ctr.direct_bytes += w.length;
+      --qp.req.direct_pending;
+      completer_retire_local(*this, qp);
+    } else if (qp.req.direct_pending > 0) {
+      // The failed copy and those after it: back to not started, for the wire.
+      RequesterState& r = qp.req;
+      for (uint32_t j = 0; j < r.direct_pending; ++j) {
+        SendWqe& w = qp.sq[j];
+        w.started = w.direct = false;
+        w.no_direct = true;
+        ++ctr.direct_fallbacks;
+      }
+      r.cursor -= r.direct_pending;
+      r.cursor_pkt = 0;
+      r.direct_pending = 0;
+    }
+    mark_tx_ready(qp);
+  }
+  direct_scratch.clear();
+}
+
 void Core::enter_error(Qp& qp) {
+  direct_flush();  // copies submitted before the error complete (or fail) first
   qp.attr.qp_state = QpState::kErr;
+  publish_qp(qp);
   recount_inflight(qp);
   qp.req.ack_deadline = 0;
   qp.req.rnr_deadline = 0;

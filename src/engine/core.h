@@ -67,6 +67,23 @@ class Core {
   // Flushes whatever queues a QP in ERR still holds (WRs posted after the transition).
   void flush_queues(Qp& qp);
 
+  // Direct mode (ports.h DirectLink): keeps the published tables in step with the device.
+  // No-ops without a DirectLink.
+  void publish_qp(const Qp& qp);
+  void retract_qp(const Qp& qp);
+  void publish_mr(const Mr& mr);
+  void retract_mr(const Mr& mr);
+  // The QP of each direct copy submitted and not yet flushed, in submission order.
+  std::vector<Qp*> direct_ops;
+  std::vector<Qp*> direct_scratch;
+  uint32_t direct_signaled = 0;  // of those, the ones that complete with a CQE
+  // While set, engine calls leave submitted copies queued (a doorbell batch, like the port's
+  // cork); the caller flushes (Device::direct_flush, or any poll_cq).
+  bool direct_hold = false;
+  // Performs the queued copies: completed WQEs retire (CQEs), failed ones go back to their
+  // send queues to be sent on the wire; their QPs are made ready.
+  void direct_flush();
+
   // Starts a packet to the QP's peer; fill the returned span, then commit_packet().
   std::span<uint8_t> start_packet(Qp& qp, const wire::Packet& p, size_t payload_len);
   void commit_packet();

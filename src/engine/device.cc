@@ -47,14 +47,28 @@ struct Device::Impl {
     return std::any_of(srqs.begin(), srqs.end(), [&](auto& s) { return s.get() == srq; });
   }
 
-  // Sends what the engine call produced: coalesced ACKs, then requester packets.
+  // Sends what the engine call produced: coalesced ACKs, then requester packets; performs
+  // the direct copies submitted unless they are held for a batch.
   void finish() {
-    for (size_t i = 0; i < core.ack_pending.size(); ++i) responder_flush_ack(core, *core.ack_pending[i]);
-    core.ack_pending.clear();
-    for (size_t i = 0; i < core.tx_ready.size(); ++i) requester_progress(core, *core.tx_ready[i]);
-    core.tx_ready.clear();
-    wake_budget_waiters();
+    for (;;) {
+      for (size_t i = 0; i < core.ack_pending.size(); ++i)
+        responder_flush_ack(core, *core.ack_pending[i]);
+      core.ack_pending.clear();
+      for (size_t i = 0; i < core.tx_ready.size(); ++i) requester_progress(core, *core.tx_ready[i]);
+      core.tx_ready.clear();
+      wake_budget_waiters();
+      if (core.direct_hold || core.direct_ops.empty()) break;
+      core.direct_flush();  // makes the QPs ready: WQEs behind the copies may go now
+    }
     core.tx.flush(core.port);
+  }
+  // Performs held direct copies and what they let go (before a control verb or a poll).
+  void drain_direct() {
+    if (core.direct_ops.empty()) return;
+    const bool hold = core.direct_hold;
+    core.direct_hold = false;
+    finish();
+    core.direct_hold = hold;
   }
 
   // QPs held back by the device window send again once it has room (in the order they
@@ -117,6 +131,7 @@ Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t 
   ++pd->users;
   out.mr = mr;
   out.lkey = out.rkey = mr->key;
+  impl_->core.publish_mr(*mr);
   return 0;
 }
 
@@ -124,6 +139,7 @@ Errno Device::rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length
                        uint32_t access, MrInfo& out) {
   constexpr uint32_t kTranslation = 1, kChangePd = 2, kChangeAccess = 4;
   Impl& d = *impl_;
+  d.drain_direct();
   if (!d.core.mem.has_mr(mr)) return EINVAL;
   if (flags == 0 || (flags & ~(kTranslation | kChangePd | kChangeAccess))) return EINVAL;
   if ((flags & kChangePd) && !d.has_pd(pd)) return EINVAL;
@@ -138,7 +154,9 @@ Errno Device::rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length
     return EINVAL;  // ODP or not is a property of the translation
   }
   // Everything checked: apply. The keys stay (IBA 10.6.4: a reregistered region keeps its
-  // L_Key and R_Key here; requests already in flight see the new attributes).
+  // L_Key and R_Key here; requests already in flight see the new attributes). A direct
+  // copy through the old translation finishes first.
+  d.core.retract_mr(*mr);
   if (flags & kChangePd) {
     --mr->pd->users;
     mr->pd = pd;
@@ -152,6 +170,7 @@ Errno Device::rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length
   mr->access = new_access;
   out.mr = mr;
   out.lkey = out.rkey = mr->key;
+  d.core.publish_mr(*mr);
   return 0;
 }
 
@@ -161,9 +180,11 @@ Errno Device::advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges
 }
 
 Errno Device::dereg_mr(Mr* mr) {
+  impl_->drain_direct();  // copies submitted before the deregistration finish first
   if (!impl_->core.mem.has_mr(mr)) return EINVAL;
   if (mr->windows > 0) return EINVAL;  // windows still bound to it (as rxe)
   Pd* pd = mr->pd;
+  impl_->core.retract_mr(*mr);  // no peer copies through it once this returns
   impl_->core.mem.remove(mr);
   --pd->users;
   return 0;
@@ -189,6 +210,9 @@ Errno Device::destroy_cq(Cq* cq) {
 
 int Device::poll_cq(Cq* cq, WorkCompletion* out, int n) {
   if (cq == nullptr || n <= 0) return 0;
+  // Held copies that would complete with a CQE are performed now; unsignaled ones may wait
+  // for the rest of the burst (nothing the program can poll depends on them).
+  if (impl_->core.direct_signaled > 0) impl_->drain_direct();
   return cq->poll(out, n);
 }
 
@@ -297,6 +321,7 @@ void Device::Impl::apply(Qp& qp, const QpAttr& a, uint32_t mask) {
 Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
   Impl& d = *impl_;
   if (qp == nullptr) return EINVAL;
+  d.drain_direct();
   const DeviceLimits& l = d.core.config.limits;
   Errno e = validate_modify(*qp, attr, mask, l.max_mtu, static_cast<uint8_t>(l.max_qp_rd_atom));
   if (e != 0) return e;
@@ -306,6 +331,7 @@ Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
     return EINVAL;  // one address family per device
   d.apply(*qp, attr, mask);
   if (next == cur && next != QpState::kReset) {
+    d.core.publish_qp(*qp);
     d.finish();
     return 0;
   }
@@ -361,6 +387,7 @@ Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
     default:
       return EINVAL;
   }
+  d.core.publish_qp(*qp);
   d.finish();
   return 0;
 }
@@ -387,12 +414,14 @@ Errno Device::query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const {
 Errno Device::destroy_qp(Qp* qp) {
   Impl& d = *impl_;
   if (qp == nullptr || d.find_qp(qp->qpn) != qp) return EINVAL;
+  d.drain_direct();
   auto drop = [&](std::vector<Qp*>& v) { v.erase(std::remove(v.begin(), v.end(), qp), v.end()); };
   drop(d.core.ack_pending);
   drop(d.core.tx_ready);
   drop(d.core.budget_waiters);
   d.core.inflight -= qp->req.counted_inflight;
   ud_forget_qp(d.core, *qp);
+  d.core.retract_qp(*qp);
   --qp->pd->users;
   --qp->send_cq->users;
   --qp->recv_cq->users;
@@ -664,7 +693,12 @@ void Device::on_timer() {
   d.core.timer_hint = t;
 }
 
+void Device::set_direct_hold(bool hold) { impl_->core.direct_hold = hold; }
+void Device::direct_flush() { impl_->drain_direct(); }
+bool Device::direct_queued() const { return !impl_->core.direct_ops.empty(); }
+
 bool Device::has_pending_tx() const {
+  if (!impl_->core.direct_ops.empty()) return true;
   for (auto& [qpn, qp] : impl_->qps)
     if (qp->state() == QpState::kRts && qp->req.cursor < qp->sq.size() &&
         qp->req.rnr_deadline == 0)

@@ -32,6 +32,7 @@ struct DeviceConfig {
   Gid gid;                  // GID index 0: the RoCEv2 GID (IPv4-mapped or IPv6)
   DeviceLimits limits;
   Counters* counters = nullptr;  // where to count; null = the device's own
+  DirectLink* direct = nullptr;   // same-host direct copy (ports.h); null = always the wire
 };
 
 struct MrInfo {
@@ -130,6 +131,14 @@ class Device {
   // True if any QP has packets it wants to send but is window-limited or has work queued
   // (the runtime keeps servicing the device while this holds).
   bool has_pending_tx() const;
+
+  // Direct mode (DeviceConfig::direct). While held, engine calls leave the copies they
+  // submit queued, so a burst of posts is copied in few system calls; direct_flush (and any
+  // control verb, and a poll_cq while a held copy is signaled) performs them, completing
+  // their WQEs.
+  void set_direct_hold(bool hold);
+  void direct_flush();
+  bool direct_queued() const;
 
  private:
   struct Impl;

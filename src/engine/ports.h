@@ -35,6 +35,67 @@ class PacketPort {
   }
 };
 
+// Same-host direct copy (docs/protocol.md, "Direct mode"): a device whose peers run on the
+// same host publishes its memory regions and RC QPs in a table the peers can read, and a
+// peer's requester moves an RDMA WRITE or READ itself, straight between the two processes'
+// memories, like a DMA engine behind a PCIe switch, instead of sending packets. Every check
+// the responder would make is made on the published table first; anything the table does
+// not positively allow goes on the wire, where the responder decides (and NAKs).
+struct DirectMr {
+  uint32_t key = 0;   // lkey == rkey
+  uint32_t pd = 0;    // the PD's handle
+  uint32_t access = 0;
+  uint64_t iova = 0, length = 0;
+  const uint8_t* host = nullptr;  // where iova maps to in the owner's address space
+};
+struct DirectQp {
+  uint32_t qpn = 0;
+  uint32_t pd = 0;
+  uint32_t access = 0;     // qp_access_flags (remote read / write / atomic)
+  uint32_t dest_qpn = 0;
+  bool responds = false;   // RTR, RTS or SQD: the responder accepts requests
+  bool ipv6 = false;
+  std::array<uint8_t, 16> dest_ip{};  // the peer it is connected to
+};
+struct DirectSpan {
+  uint8_t* addr = nullptr;  // in this process
+  uint64_t len = 0;
+  bool transient = false;   // may move before the flush (inline data): copy it at submit
+};
+constexpr size_t kMaxDirectSpans = 32;  // local spans of one copy (the device's max_sge)
+struct DirectOp {
+  bool read = false;  // RDMA READ (remote -> local), else RDMA WRITE
+  uint32_t qpn = 0, dest_qpn = 0;
+  bool ipv6 = false;
+  std::array<uint8_t, 16> src_ip{}, dest_ip{};
+  uint32_t rkey = 0;
+  uint64_t remote_addr = 0, length = 0;
+  std::span<const DirectSpan> local;  // total length == length
+};
+
+class DirectLink {
+ public:
+  virtual ~DirectLink() = default;
+  // Owner side, called under the engine's lock whenever a region or an RC QP changes.
+  virtual void publish_mr(const DirectMr& mr) = 0;
+  // Returns once no peer is still copying through the key (as a NIC finishes its DMA before
+  // a deregistration completes).
+  virtual void retract_mr(uint32_t key) = 0;
+  virtual void publish_qp(const DirectQp& qp) = 0;
+  virtual void retract_qp(uint32_t qpn) = 0;
+  // Requester side. submit: checks the access against the peer's table; if it is allowed,
+  // pins the region and queues the copy (local spans are read at flush; the link copies any
+  // it cannot rely on keeping still) and returns true. false: no table at that address, or
+  // the table does not allow it: the caller sends the request on the wire.
+  virtual bool submit(const DirectOp& op) = 0;
+  // Performs the queued copies in order and returns how many completed. The copies stop at
+  // the first that fails (the peer died, its memory was unmapped); it and the later ones
+  // are to be sent on the wire, whole. Every pin is released.
+  virtual size_t flush() = 0;
+  virtual size_t queued() const = 0;
+  virtual bool full() const = 0;  // flush before submitting more
+};
+
 class Clock {
  public:
   virtual ~Clock() = default;

@@ -38,6 +38,8 @@ struct SendWqe {
   SmallVec<uint8_t, 64> inline_data;  // copied at post time when kSendInline
   uint32_t length = 0;               // message length in bytes (8 for atomics)
   bool signaled = false;
+  bool direct = false;      // moved by the DirectLink (no packet, no PSN)
+  bool no_direct = false;   // a direct copy of it failed: the wire only
 
   // Requester bookkeeping.
   bool started = false;     // PSNs assigned (first packet sent once)
@@ -88,6 +90,9 @@ struct RequesterState {
   // This QP's share of Core::inflight, as last counted (Core::recount_inflight).
   uint32_t counted_inflight = 0;
   bool budget_wait = false;  // on Core::budget_waiters
+  // Direct mode: WQEs at the front of the send queue submitted to the DirectLink and not yet
+  // flushed (Core::direct_flush). Nothing goes on the wire while there are any.
+  uint32_t direct_pending = 0;
 };
 
 struct ResponderState {

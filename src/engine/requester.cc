@@ -156,6 +156,45 @@ void send_atomic(Core& c, Qp& qp, SendWqe& w) {
   count_sent(c, qp, w.first_psn, 1);
 }
 
+// Direct mode: an RDMA WRITE or READ at the front of an idle send queue (nothing before it
+// outstanding, so ordering is kept) is moved by the DirectLink, if the peer's published
+// tables allow it. The local SGEs have passed check_local_sges.
+bool try_direct(Core& c, Qp& qp, const SendWqe& w) {
+  const bool read = w.opcode == WrOpcode::kRdmaRead;
+  if ((!read && w.opcode != WrOpcode::kRdmaWrite) || w.length == 0) return false;
+  SmallVec<DirectSpan, 4> spans;
+  if (!w.inline_data.empty()) {
+    spans.resize(1);
+    spans[0] = {const_cast<uint8_t*>(w.inline_data.data()), w.inline_data.size(), true};
+  } else {
+    spans.resize(w.sges.size());
+    size_t n = 0;
+    for (const Sge& s : w.sges) {
+      if (s.length == 0) continue;
+      uint8_t* p = c.mem.check_local(s.lkey, qp.pd, s.addr, s.length, read ? uint32_t{kLocalWrite} : 0u);
+      if (p == nullptr) return false;
+      spans[n++] = {p, s.length, false};
+    }
+    spans.resize(n);
+  }
+  DirectOp op;
+  op.read = read;
+  op.qpn = qp.qpn;
+  op.dest_qpn = qp.attr.dest_qp_num;
+  op.ipv6 = qp.ip.ipv6;
+  op.src_ip = qp.ip.src;
+  op.dest_ip = qp.ip.dst;
+  op.rkey = w.rkey;
+  op.remote_addr = w.remote_addr;
+  op.length = w.length;
+  op.local = std::span<const DirectSpan>(spans.data(), spans.size());
+  if (!c.config.direct->submit(op)) {
+    ++c.ctr.direct_fallbacks;
+    return false;
+  }
+  return true;
+}
+
 WcStatus run_local(Core& c, Qp& qp, const SendWqe& w) {
   if (w.opcode == WrOpcode::kLocalInv) return mw_local_invalidate(c, qp, w.invalidate_rkey);
   // The Bind MW verb binds type 1 windows only, IBV_WR_BIND_MW type 2 only.
@@ -291,6 +330,7 @@ void requester_progress(Core& c, Qp& qp) {
   uint32_t mtu = qp.mtu();
   while (r.cursor < qp.sq.size()) {
     SendWqe& w = qp.sq[r.cursor];
+    if (r.direct_pending > 0 && w.is_local()) break;  // after the copies before it
     if (w.is_local()) {
       // A bind or local invalidate runs when the queue reaches it; it completes (in order)
       // as soon as the WQEs before it have.
@@ -328,6 +368,26 @@ void requester_progress(Core& c, Qp& qp) {
         completer_check_front(c, qp);
         break;
       }
+      if (c.config.direct != nullptr && !w.no_direct && r.cursor == r.direct_pending &&
+          r.una == r.next_new_psn) {
+        if (c.config.direct->full()) {
+          c.direct_flush();  // retires (or sends back) the copies before it: look again
+          continue;
+        }
+        if (try_direct(c, qp, w)) {
+          w.started = w.direct = true;
+          w.first_psn = r.next_new_psn;
+          w.npkts = 0;
+          ++r.cursor;
+          r.cursor_pkt = 0;
+          ++r.direct_pending;
+          c.direct_ops.push_back(&qp);
+          if (w.signaled) ++c.direct_signaled;
+          continue;
+        }
+      }
+      // Nothing goes on the wire while direct copies before it are not done (ordering).
+      if (r.direct_pending > 0) break;
       w.started = true;
       w.first_psn = r.next_new_psn;
       w.npkts = w.is_atomic() ? 1 : packets_for(w.length, mtu);

@@ -24,6 +24,7 @@
 
 #include "live/address.h"
 #include "live/counters_file.h"
+#include "live/direct_window.h"
 #include "transport/udp/fault_injector.h"
 #include "transport/udp/log.h"
 #include "transport/udp/pcap_writer.h"
@@ -42,6 +43,8 @@ constexpr int kBatchesPerHold = 8;
 // the CPU. A busy-polling thread calls every 1-2 us; ib_write_lat 2 B measured 30 us typical
 // at 5 us, 42-62 us at 10 us and 47 us at 20 us (the thread comes back to the socket late).
 constexpr uint64_t kDefaultDeferNs = 5000;
+constexpr uint64_t kBurstGapNs = 2000;
+constexpr uint64_t kQuietDeferFactor = 10;  // deferral while only direct copies move  // calls closer than this are one burst (direct mode)
 
 uint64_t monotonic_ns() {
   timespec ts;
@@ -92,6 +95,7 @@ struct LiveNic::Impl {
   std::unique_ptr<transport::PcapWriter> pcap;
   std::unique_ptr<transport::FaultInjector> faults;
   std::unique_ptr<transport::UdpPort> port;
+  std::unique_ptr<DirectWindow> direct;  // VRNIC_DIRECT=1 (outlives the engine)
   std::unique_ptr<engine::Device> device;
   CountersFile counters_file;
   transport::RecvBatch batch;  // used only under mu_
@@ -101,6 +105,10 @@ struct LiveNic::Impl {
   std::atomic<bool> stop{false};
   uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
   std::atomic<uint64_t> last_poll_ns{0};  // last empty LiveNic::poll_cq; 0 after completions
+  uint64_t prev_call_ns = 0;  // the program's last post or poll (mu_)
+  bool in_burst = false;      // the last call was held; until the next poll (mu_)
+  uint64_t packets_at_poll = ~0ull;  // rx + tx packets at the last poll with completions; mu_
+  std::atomic<bool> wire_quiet{false};  // that poll found no packet moved since the one before
   std::atomic<bool> deferring{false};     // the progress thread is in its deferral sleep
   uint64_t thread_deadline_ns = kNoTimer;  // what the progress thread sleeps towards; mu_
   bool finished = false;                   // thread stopped, stats printed; mu_
@@ -140,16 +148,28 @@ void LiveNic::kick() {
 void LiveNic::before_call_locked() {
   // Cork only for a program busy-polling its CQ: its next poll_cq (within defer_ns) flushes.
   uint64_t now = monotonic_ns();
-  impl_->port->set_cork(impl_->defer_ns != 0 &&
-                        now - impl_->last_poll_ns.load(std::memory_order_relaxed) <
-                            impl_->defer_ns);
+  const bool cork = impl_->defer_ns != 0 &&
+                    now - impl_->last_poll_ns.load(std::memory_order_relaxed) < impl_->defer_ns;
+  impl_->port->set_cork(cork);
+  // Direct copies: a call that follows the program's previous call (a post or a poll) within
+  // kBurstGapNs starts a burst, which lasts until the program's next poll: the burst's copies
+  // are held and that poll performs them in one system call (a full batch goes at once; the
+  // progress thread performs what is left if the program goes quiet). A lone post, as in a
+  // latency test, is copied at once.
+  const bool hold = impl_->defer_ns != 0 &&
+                    (impl_->in_burst || now - impl_->prev_call_ns < kBurstGapNs);
+  impl_->in_burst = hold;
+  impl_->prev_call_ns = now;
+  device_->set_direct_hold(hold);
 }
 
 void LiveNic::after_call_locked() {
   impl_->port->set_cork(false);
-  // Held-back packets: a deferring progress thread wakes within defer_ns of this call and
-  // sends them; a sleeping one must be woken.
-  if (impl_->port->queued() > 0 && !impl_->deferring.load(std::memory_order_relaxed)) {
+  device_->set_direct_hold(false);
+  // Held-back packets or copies: a deferring progress thread wakes within defer_ns of this
+  // call and sends them; a sleeping one must be woken.
+  if ((impl_->port->queued() > 0 || device_->direct_queued()) &&
+      !impl_->deferring.load(std::memory_order_relaxed)) {
     impl_->thread_deadline_ns = 0;
     kick();
     return;
@@ -167,8 +187,10 @@ namespace {
 // Moves up to `batches` receive batches from the socket into the engine, then runs the
 // timers if one is due. Returns true if the socket may still hold packets.
 bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
-                    engine::Device& device, engine::Clock& clock, int batches) {
-  port.flush();  // a doorbell batch held back for the application's poll
+                    engine::Device& device, engine::Clock& clock, int batches,
+                    bool flush_direct = true) {
+  if (flush_direct) device.direct_flush();  // direct copies held back for the program
+  port.flush();  // a doorbell batch held back likewise
   bool more = false;
   for (int i = 0; i < batches; ++i) {
     size_t n = port.receive(batch);
@@ -186,11 +208,13 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   const uint64_t t = monotonic_ns();
   last_app_ns_.store(t, std::memory_order_relaxed);  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
+  impl_->prev_call_ns = t;
+  impl_->in_burst = false;
   impl_->port->flush();  // the posts before this poll leave now, in one batch
   int got = device_->poll_cq(cq, out, n);
   if (got == 0) {
     // Busy-polling programs make progress here without waiting for the thread.
-    service_locked(*impl_->port, impl_->batch, *device_, impl_->clock, 1);
+    service_locked(*impl_->port, impl_->batch, *device_, impl_->clock, 1, false);
     got = device_->poll_cq(cq, out, n);
   }
   if (got == 0) {
@@ -198,9 +222,18 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   } else {
     // Completions: the program may now leave the CQ (ib_write_lat spins on memory next), so
     // the progress thread must watch the socket again at once rather than after defer_ns.
+    // Not when the device moved no packet since the last such poll (every completion came
+    // from a direct copy): then there is nothing for the thread to watch, and it would only
+    // take the lock from the program (it still looks within defer_ns of the last call).
     impl_->last_poll_ns.store(0, std::memory_order_relaxed);
-    last_app_ns_.store(0, std::memory_order_relaxed);
-    if (impl_->deferring.load(std::memory_order_relaxed)) kick();
+    const engine::Counters& c = device_->counters();
+    const uint64_t packets = c.rx_packets + c.tx_packets;
+    impl_->wire_quiet.store(packets == impl_->packets_at_poll, std::memory_order_relaxed);
+    if (packets != impl_->packets_at_poll) {
+      impl_->packets_at_poll = packets;
+      last_app_ns_.store(0, std::memory_order_relaxed);
+      if (impl_->deferring.load(std::memory_order_relaxed)) kick();
+    }
   }
   after_call_locked();
   return got;
@@ -225,8 +258,12 @@ void LiveNic::Impl::progress_loop() {
       deferring.store(true, std::memory_order_relaxed);
       uint64_t now = clock.now_ns();
       uint64_t last = nic->last_app_ns_.load(std::memory_order_relaxed);
-      if (now - last < defer_ns && !stop.load(std::memory_order_relaxed)) {
-        uint64_t wait = last + defer_ns - now;
+      // Only direct copies lately (no packet): nothing on the socket to take over, so keep
+      // off longer; waking every defer_ns would take the lock from the program's bursts.
+      const uint64_t defer =
+          wire_quiet.load(std::memory_order_relaxed) ? defer_ns * kQuietDeferFactor : defer_ns;
+      if (now - last < defer && !stop.load(std::memory_order_relaxed)) {
+        uint64_t wait = last + defer - now;
         timespec ts{static_cast<time_t>(wait / 1000000000ull),
                     static_cast<long>(wait % 1000000000ull)};
         pollfd kfd{kick_fd, POLLIN, 0};
@@ -243,6 +280,7 @@ void LiveNic::Impl::progress_loop() {
       std::lock_guard<DeviceMutex> g(nic->mu_);
       if (stop.load(std::memory_order_relaxed)) break;
       more = service_locked(*port, batch, device, clock, kBatchesPerHold);
+      if (batch.datagrams() > 0) wire_quiet.store(false, std::memory_order_relaxed);
       deadline = device.next_timer_ns();
       // Work the engine holds back (window, pacing) without a timer: look again soon.
       if (deadline == kNoTimer && device.has_pending_tx()) deadline = clock.now_ns() + 1000000;
@@ -311,6 +349,21 @@ int LiveNic::Impl::start() {
   if (int e = counters_file.create(name, ip_string, prog ? prog : "?"); e != 0)
     transport::debug_log("no counters file (%s): counting privately", std::strerror(e));
   config.counters = counters_file.counters();
+  if (env_flag("VRNIC_DIRECT")) {
+    std::array<uint8_t, 16> ip{};
+    const auto& g = gid.raw;
+    if (ipv6) std::memcpy(ip.data(), g.data(), 16);
+    else std::memcpy(ip.data(), g.data() + 12, 4);
+    int e = 0;
+    direct.reset(DirectWindow::create(ipv6, ip, e));
+    if (!direct)
+      transport::error_log("VRNIC_DIRECT: cannot create the direct-mode table %s: %s "
+                           "(packets only)", DirectWindow::path_for(ipv6, ip).c_str(),
+                           std::strerror(e));
+    else
+      transport::debug_log("direct mode: table %s", direct->path().c_str());
+    config.direct = direct.get();
+  }
 
   nic->device_ = new engine::Device(config, *port, clock, sink);
   device.reset(nic->device_);
@@ -350,6 +403,7 @@ void LiveNic::Impl::finish() {
   std::lock_guard<DeviceMutex> g(nic->mu_);
   if (finished) return;
   finished = true;
+  nic->device_->direct_flush();  // releases the pins held in peers' tables
   port->flush();
   if (pcap) pcap->flush();
   if (env_flag("VRNIC_STATS")) {
@@ -357,6 +411,8 @@ void LiveNic::Impl::finish() {
     if (text.empty()) text = "(all zero)\n";
     const auto& ps = port->stats();
     if (ps.tx_dropped) text += "udp_tx_dropped " + std::to_string(ps.tx_dropped) + "\n";
+    if (direct && direct->copy_calls())
+      text += "direct_copy_calls " + std::to_string(direct->copy_calls()) + "\n";
     if (ps.rx_truncated) text += "udp_rx_truncated " + std::to_string(ps.rx_truncated) + "\n";
     if (ps.rx_fault_dropped)
       text += "udp_rx_fault_dropped " + std::to_string(ps.rx_fault_dropped) + "\n";
@@ -365,6 +421,7 @@ void LiveNic::Impl::finish() {
                  ip_string.c_str(), prog ? prog : "?", static_cast<int>(getpid()), text.c_str());
   }
   counters_file.unlink_file();  // `vrnic stats` stops listing this program
+  if (direct) direct->close_table();
 }
 
 // ---- acquire / release / exit -------------------------------------------------------------

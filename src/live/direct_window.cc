@@ -1,0 +1,387 @@
+#include "live/direct_window.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "engine/types.h"
+
+namespace vrnic::live {
+
+namespace {
+
+constexpr size_t kFileSize = 4096 + sizeof(DirectWindow::MrSlot) * DirectWindow::kMrSlots +
+                             sizeof(DirectWindow::QpSlot) * DirectWindow::kQpSlots;
+constexpr uint32_t kQpResponds = 1, kQpIpv6 = 2, kQpValid = 4;
+constexpr uint64_t kRetryNoPeerNs = 100'000'000;  // look for a missing table again after 100 ms
+constexpr uint64_t kRetractWaitNs = 1'000'000'000;
+constexpr size_t kMaxQueued = 64;   // copies per flush
+constexpr size_t kMaxSegs = 1024;   // IOV_MAX: local iovecs per system call
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool debug() {
+  const char* v = std::getenv("VRNIC_DEBUG");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+void ip_words(const std::array<uint8_t, 16>& ip, uint64_t out[2]) {
+  std::memcpy(&out[0], ip.data(), 8);
+  std::memcpy(&out[1], ip.data() + 8, 8);
+}
+
+// Under Yama's "restricted" ptrace scope only a process's ancestors may use
+// process_vm_writev on it; a device in direct mode lets any process of its user (the same
+// user is still required by the kernel) copy into it, as its peers must.
+void allow_peer_copies() {
+  FILE* f = std::fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+  if (f == nullptr) return;
+  int scope = 0;
+  if (std::fscanf(f, "%d", &scope) != 1) scope = 0;
+  std::fclose(f);
+  if (scope == 1) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+  else if (scope > 1 && debug())
+    std::fprintf(stderr, "vrnic: yama ptrace_scope=%d: direct copies will be refused\n", scope);
+}
+
+}  // namespace
+
+DirectWindow::MrSlot* DirectWindow::Map::mrs() const {
+  return reinterpret_cast<MrSlot*>(static_cast<char*>(base) + 4096);
+}
+DirectWindow::QpSlot* DirectWindow::Map::qps() const {
+  return reinterpret_cast<QpSlot*>(static_cast<char*>(base) + 4096 +
+                                   sizeof(MrSlot) * header()->mr_slots);
+}
+
+std::string DirectWindow::path_for(bool ipv6, const std::array<uint8_t, 16>& ip) {
+  struct stat st {};
+  unsigned long long ns = stat("/proc/self/ns/net", &st) == 0 ? st.st_ino : 0;
+  std::string s = "/dev/shm/vrnic.direct." + std::to_string(ns) + ".";
+  static const char* hex = "0123456789abcdef";
+  for (size_t i = 0; i < (ipv6 ? 16u : 4u); ++i) {
+    s += hex[ip[i] >> 4];
+    s += hex[ip[i] & 15];
+  }
+  return s;
+}
+
+DirectWindow* DirectWindow::create(bool ipv6, const std::array<uint8_t, 16>& ip, int& err) {
+  std::string path = path_for(ipv6, ip);
+  // The address is this device's (its UDP port is bound exclusively), so a file left by a
+  // process that died holding the same address is stale: start afresh.
+  unlink(path.c_str());
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    err = errno;
+    return nullptr;
+  }
+  if (ftruncate(fd, static_cast<off_t>(kFileSize)) != 0) {
+    err = errno;
+    close(fd);
+    unlink(path.c_str());
+    return nullptr;
+  }
+  void* base = mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base == MAP_FAILED) {
+    err = errno;
+    unlink(path.c_str());
+    return nullptr;
+  }
+  auto* w = new DirectWindow();
+  w->path_ = path;
+  w->own_.base = base;
+  w->own_.size = kFileSize;
+  Header* h = w->own_.header();
+  h->magic = kMagic;
+  h->pid = static_cast<uint32_t>(getpid());
+  h->mr_slots = kMrSlots;
+  h->qp_slots = kQpSlots;
+  allow_peer_copies();
+  h->alive.store(1, std::memory_order_release);
+  return w;
+}
+
+void DirectWindow::close_table() {
+  if (own_.header()->alive.exchange(0, std::memory_order_seq_cst) != 0) unlink(path_.c_str());
+}
+
+DirectWindow::~DirectWindow() {
+  for (const Pending& p : queue_) p.pin->busy.fetch_sub(1, std::memory_order_release);
+  close_table();
+  munmap(own_.base, own_.size);
+  for (Peer& p : peers_)
+    if (p.map.base != nullptr) munmap(p.map.base, p.map.size);
+}
+
+// --- owner side ------------------------------------------------------------------------------
+
+void DirectWindow::wait_idle(MrSlot& slot) {
+  if (slot.busy.load(std::memory_order_seq_cst) == 0) return;
+  const uint64_t until = now_ns() + kRetractWaitNs;
+  while (slot.busy.load(std::memory_order_seq_cst) != 0) {
+    if (now_ns() > until) {
+      // A peer died in the middle of a copy: its count will never drop.
+      std::fprintf(stderr, "vrnic: direct mode: a peer's copy did not finish in 1 s; "
+                           "region retracted anyway\n");
+      slot.busy.store(0, std::memory_order_relaxed);
+      return;
+    }
+    sched_yield();
+  }
+}
+
+void DirectWindow::publish_mr(const engine::DirectMr& mr) {
+  MrSlot& s = own_.mrs()[(mr.key >> 8) & (kMrSlots - 1)];
+  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq + 1, std::memory_order_seq_cst);  // peers stop starting copies
+  wait_idle(s);                                     // and those under way finish
+  s.key.store(mr.key, std::memory_order_relaxed);
+  s.pd.store(mr.pd, std::memory_order_relaxed);
+  s.access.store(mr.access, std::memory_order_relaxed);
+  s.iova.store(mr.iova, std::memory_order_relaxed);
+  s.length.store(mr.length, std::memory_order_relaxed);
+  s.host.store(reinterpret_cast<uint64_t>(mr.host), std::memory_order_relaxed);
+  s.valid.store(1, std::memory_order_relaxed);
+  s.seq.store(seq + 2, std::memory_order_release);
+}
+
+void DirectWindow::retract_mr(uint32_t key) {
+  MrSlot& s = own_.mrs()[(key >> 8) & (kMrSlots - 1)];
+  if (s.key.load(std::memory_order_relaxed) != key) return;  // the slot holds another region
+  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq + 1, std::memory_order_seq_cst);
+  wait_idle(s);
+  s.valid.store(0, std::memory_order_relaxed);
+  s.seq.store(seq + 2, std::memory_order_release);
+}
+
+void DirectWindow::publish_qp(const engine::DirectQp& qp) {
+  QpSlot& s = own_.qps()[qp.qpn & (kQpSlots - 1)];
+  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq + 1, std::memory_order_seq_cst);
+  uint64_t ip[2];
+  ip_words(qp.dest_ip, ip);
+  s.qpn.store(qp.qpn, std::memory_order_relaxed);
+  s.pd.store(qp.pd, std::memory_order_relaxed);
+  s.access.store(qp.access, std::memory_order_relaxed);
+  s.dest_qpn.store(qp.dest_qpn, std::memory_order_relaxed);
+  s.dest_ip[0].store(ip[0], std::memory_order_relaxed);
+  s.dest_ip[1].store(ip[1], std::memory_order_relaxed);
+  s.flags.store(kQpValid | (qp.responds ? kQpResponds : 0) | (qp.ipv6 ? kQpIpv6 : 0),
+                std::memory_order_relaxed);
+  s.seq.store(seq + 2, std::memory_order_release);
+}
+
+void DirectWindow::retract_qp(uint32_t qpn) {
+  QpSlot& s = own_.qps()[qpn & (kQpSlots - 1)];
+  if (s.qpn.load(std::memory_order_relaxed) != qpn) return;
+  const uint32_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq + 1, std::memory_order_seq_cst);
+  s.flags.store(0, std::memory_order_relaxed);
+  s.seq.store(seq + 2, std::memory_order_release);
+}
+
+// --- requester side --------------------------------------------------------------------------
+
+DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 16>& ip,
+                                           size_t& index) {
+  index = peers_.size();
+  for (size_t i = 0; i < peers_.size(); ++i)
+    if (peers_[i].ipv6 == ipv6 && peers_[i].ip == ip) index = i;
+  if (index == peers_.size()) {
+    peers_.push_back(Peer{});
+    peers_.back().ipv6 = ipv6;
+    peers_.back().ip = ip;
+  }
+  Peer* p = &peers_[index];
+  if (p->map.base != nullptr &&
+      p->map.header()->alive.load(std::memory_order_acquire) == 0) {
+    // The owner closed its device; a new one at the address has a new file. Copies queued
+    // to the old one hold pins in its mapping: unmap only once they are done.
+    if (!queue_.empty()) return nullptr;
+    munmap(p->map.base, p->map.size);
+    p->map = Map{};
+    p->broken = false;
+    p->retry_ns = 0;
+  }
+  if (p->map.base == nullptr) {
+    const uint64_t now = now_ns();
+    if (now < p->retry_ns) return nullptr;
+    p->retry_ns = now + kRetryNoPeerNs;
+    int fd = open(path_for(ipv6, ip).c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    struct stat st {};
+    void* base = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == kFileSize)
+      base = mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) return nullptr;
+    Map m{base, kFileSize};
+    const Header* h = m.header();
+    if (h->magic != kMagic || h->mr_slots != kMrSlots || h->qp_slots != kQpSlots ||
+        h->alive.load(std::memory_order_acquire) == 0) {
+      munmap(base, kFileSize);
+      return nullptr;
+    }
+    p->map = m;
+    p->broken = false;
+  }
+  return p->broken ? nullptr : p;
+}
+
+bool DirectWindow::full() const {
+  return queue_.size() >= kMaxQueued || segs_.size() + engine::kMaxDirectSpans > kMaxSegs;
+}
+
+bool DirectWindow::submit(const engine::DirectOp& op) {
+  if (op.local.size() > engine::kMaxDirectSpans || full()) return false;
+  size_t index = 0;
+  Peer* peer = peer_for(op.ipv6, op.dest_ip, index);
+  if (peer == nullptr) return false;
+
+  // The responder QP: connected to this QP, accepting requests, with the right enabled.
+  QpSlot& q = peer->map.qps()[op.dest_qpn & (kQpSlots - 1)];
+  const uint32_t qseq = q.seq.load(std::memory_order_acquire);
+  if (qseq & 1) return false;
+  const uint32_t qpn = q.qpn.load(std::memory_order_relaxed);
+  const uint32_t qpd = q.pd.load(std::memory_order_relaxed);
+  const uint32_t qaccess = q.access.load(std::memory_order_relaxed);
+  const uint32_t qdest = q.dest_qpn.load(std::memory_order_relaxed);
+  const uint32_t qflags = q.flags.load(std::memory_order_relaxed);
+  uint64_t qip[2] = {q.dest_ip[0].load(std::memory_order_relaxed),
+                     q.dest_ip[1].load(std::memory_order_relaxed)};
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (q.seq.load(std::memory_order_relaxed) != qseq) return false;
+  uint64_t src[2];
+  ip_words(op.src_ip, src);
+  const uint32_t right = op.read ? engine::kRemoteRead : engine::kRemoteWrite;
+  if (qpn != op.dest_qpn || !(qflags & kQpValid) || !(qflags & kQpResponds) ||
+      ((qflags & kQpIpv6) != 0) != op.ipv6 || qdest != op.qpn || qip[0] != src[0] ||
+      qip[1] != src[1] || !(qaccess & right))
+    return false;
+
+  // The region: the exact key (generation included), the QP's PD, the right, the bounds.
+  MrSlot& m = peer->map.mrs()[(op.rkey >> 8) & (kMrSlots - 1)];
+  const uint32_t mseq = m.seq.load(std::memory_order_acquire);
+  if (mseq & 1) return false;
+  const uint32_t key = m.key.load(std::memory_order_relaxed);
+  const uint32_t mpd = m.pd.load(std::memory_order_relaxed);
+  const uint32_t maccess = m.access.load(std::memory_order_relaxed);
+  const uint32_t valid = m.valid.load(std::memory_order_relaxed);
+  const uint64_t iova = m.iova.load(std::memory_order_relaxed);
+  const uint64_t length = m.length.load(std::memory_order_relaxed);
+  const uint64_t host = m.host.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (m.seq.load(std::memory_order_relaxed) != mseq) return false;
+  // On-demand regions stay on the wire: a page the owner has not mapped must be refused
+  // before a byte moves, which only the owner can tell.
+  if (!valid || key != op.rkey || mpd != qpd || !(maccess & right) ||
+      (maccess & engine::kOnDemand))
+    return false;
+  const uint64_t end = op.remote_addr + op.length;
+  if (end < op.remote_addr || op.remote_addr < iova || end > iova + length) return false;
+
+  // Pin the entry: the owner's retract waits while busy != 0 (it bumps seq first, then reads
+  // busy; this bumps busy first, then reads seq: one of the two sees the other).
+  m.busy.fetch_add(1, std::memory_order_seq_cst);
+  if (m.seq.load(std::memory_order_seq_cst) != mseq) {
+    m.busy.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  Pending pd;
+  pd.peer = index;
+  pd.pin = &m;
+  pd.read = op.read;
+  pd.remote = host + (op.remote_addr - iova);
+  pd.length = op.length;
+  pd.first_seg = static_cast<uint32_t>(segs_.size());
+  pd.nsegs = static_cast<uint32_t>(op.local.size());
+  for (const engine::DirectSpan& s : op.local) {
+    if (s.transient) {
+      segs_.push_back({nullptr, arena_.size(), s.len});
+      arena_.insert(arena_.end(), s.addr, s.addr + s.len);
+    } else {
+      segs_.push_back({s.addr, 0, s.len});
+    }
+  }
+  queue_.push_back(pd);
+  return true;
+}
+
+size_t DirectWindow::copy_group(size_t first, size_t end) {
+  static thread_local std::vector<iovec> local, remote;
+  local.clear();
+  remote.clear();
+  uint64_t total = 0;
+  for (size_t i = first; i < end; ++i) {
+    const Pending& p = queue_[i];
+    for (uint32_t k = 0; k < p.nsegs; ++k) {
+      const Seg& s = segs_[p.first_seg + k];
+      local.push_back({s.addr != nullptr ? s.addr : arena_.data() + s.off, s.len});
+    }
+    remote.push_back({reinterpret_cast<void*>(p.remote), p.length});
+    total += p.length;
+  }
+  Peer& peer = peers_[queue_[first].peer];
+  const pid_t pid = static_cast<pid_t>(peer.map.header()->pid);
+  const bool read = queue_[first].read;
+  ++copy_calls_;
+  ssize_t r = read ? process_vm_readv(pid, local.data(), local.size(), remote.data(),
+                                      remote.size(), 0)
+                   : process_vm_writev(pid, local.data(), local.size(), remote.data(),
+                                       remote.size(), 0);
+  if (r < 0) {
+    if (errno == EPERM || errno == ESRCH || errno == ENOSYS) {
+      if (debug())
+        std::fprintf(stderr, "vrnic: direct mode: %s to pid %d refused (%s); using the wire\n",
+                     read ? "process_vm_readv" : "process_vm_writev", static_cast<int>(pid),
+                     std::strerror(errno));
+      peer.broken = true;
+    }
+    return 0;
+  }
+  if (static_cast<uint64_t>(r) == total) return end - first;
+  // A fault part way (the owner unmapped registered memory): the copies wholly done count.
+  uint64_t left = static_cast<uint64_t>(r);
+  size_t n = 0;
+  while (first + n < end && queue_[first + n].length <= left) left -= queue_[first + n++].length;
+  return n;
+}
+
+size_t DirectWindow::flush() {
+  size_t done = 0;
+  size_t i = 0;
+  while (i < queue_.size()) {
+    size_t j = i + 1;
+    while (j < queue_.size() && queue_[j].peer == queue_[i].peer &&
+           queue_[j].read == queue_[i].read)
+      ++j;
+    const size_t n = copy_group(i, j);
+    done += n;
+    if (n != j - i) break;  // the rest go on the wire
+    i = j;
+  }
+  for (const Pending& p : queue_) p.pin->busy.fetch_sub(1, std::memory_order_release);
+  queue_.clear();
+  segs_.clear();
+  arena_.clear();
+  return done;
+}
+
+}  // namespace vrnic::live

@@ -1,0 +1,119 @@
+// Direct mode of the live device (docs/protocol.md, "Direct mode"): the table a device
+// publishes for peers on the same host, and the requester side that copies through it.
+//
+// Each device with direct mode on owns a shared-memory file
+//   /dev/shm/vrnic.direct.<network namespace inode>.<address in hex>
+// holding its registered memory regions and RC QPs. A peer in the same network namespace
+// that sends to that address maps the file read-mostly, checks the access exactly as the
+// responder would (key, generation, PD, rights, bounds, the responder QP's state, access
+// flags and connection), then copies with process_vm_writev / process_vm_readv between the
+// two processes. Entries are seqlocks; a memory region entry also counts the copies in
+// progress through it, and the owner waits for them before it retracts or changes it.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ports.h"
+
+namespace vrnic::live {
+
+class DirectWindow final : public engine::DirectLink {
+ public:
+  // Creates and publishes this device's (empty) table. Returns null and sets err (errno)
+  // if the file cannot be created or mapped.
+  static DirectWindow* create(bool ipv6, const std::array<uint8_t, 16>& ip, int& err);
+  ~DirectWindow() override;  // marks the table dead, unlinks it, unmaps the peers'
+
+  // The file name for an address in this process's network namespace.
+  static std::string path_for(bool ipv6, const std::array<uint8_t, 16>& ip);
+
+  void publish_mr(const engine::DirectMr& mr) override;
+  void retract_mr(uint32_t key) override;
+  void publish_qp(const engine::DirectQp& qp) override;
+  void retract_qp(uint32_t qpn) override;
+  bool submit(const engine::DirectOp& op) override;
+  size_t flush() override;
+  size_t queued() const override { return queue_.size(); }
+  bool full() const override;
+  // process_vm_writev / process_vm_readv calls made (copies per call = the batching).
+  uint64_t copy_calls() const { return copy_calls_; }
+
+  const std::string& path() const { return path_; }
+  // At exit (the device is not freed then): peers stop using the table, the file goes.
+  void close_table();
+
+  // Layout of the shared file (public for the tests). Every field is an atomic: the owner
+  // writes while peers read.
+  static constexpr uint64_t kMagic = 0x3177646e63696e72ull;  // "rnicndw1"
+  static constexpr uint32_t kMrSlots = 16384, kQpSlots = 16384;
+  struct Header {
+    uint64_t magic;
+    uint32_t pid;
+    uint32_t mr_slots, qp_slots;
+    std::atomic<uint32_t> alive;  // 0 once the owner closed the device
+  };
+  struct MrSlot {
+    std::atomic<uint32_t> seq;   // odd while the owner changes the entry
+    std::atomic<uint32_t> busy;  // peers copying through it now
+    std::atomic<uint32_t> key, pd, access, valid;
+    std::atomic<uint64_t> iova, length, host;
+    uint64_t pad[2];
+  };
+  struct QpSlot {
+    std::atomic<uint32_t> seq;
+    std::atomic<uint32_t> qpn, pd, access, dest_qpn, flags;  // flags: 1 responds, 2 ipv6, 4 valid
+    std::atomic<uint64_t> dest_ip[2];
+    uint64_t pad[3];
+  };
+  static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                std::atomic<uint64_t>::is_always_lock_free);
+  static_assert(sizeof(MrSlot) == 64 && sizeof(QpSlot) == 64);
+
+ private:
+  DirectWindow() = default;
+  struct Map {
+    void* base = nullptr;
+    size_t size = 0;
+    Header* header() const { return static_cast<Header*>(base); }
+    MrSlot* mrs() const;
+    QpSlot* qps() const;
+  };
+  struct Peer {
+    bool ipv6 = false;
+    std::array<uint8_t, 16> ip{};
+    Map map;             // base null: no table at that address (retried after a while)
+    uint64_t retry_ns = 0;
+    bool broken = false;  // the copy system calls are refused for this peer
+  };
+  // A submitted copy: the peer (index in peers_), the pinned slot, the remote range and its
+  // local spans (segs_[first_seg, first_seg + nsegs)).
+  struct Pending {
+    size_t peer = 0;
+    MrSlot* pin = nullptr;
+    bool read = false;
+    uint64_t remote = 0, length = 0;
+    uint32_t first_seg = 0, nsegs = 0;
+  };
+  struct Seg {
+    uint8_t* addr;     // null: bytes at arena_[off, off + len)
+    uint64_t off, len;
+  };
+  Peer* peer_for(bool ipv6, const std::array<uint8_t, 16>& ip, size_t& index);
+  // Copies queue_[first, end) (one peer, one direction) in one system call; returns how
+  // many of them completed.
+  size_t copy_group(size_t first, size_t end);
+  static void wait_idle(MrSlot& slot);
+
+  std::string path_;
+  Map own_;
+  std::vector<Peer> peers_;
+  std::vector<Pending> queue_;
+  std::vector<Seg> segs_;
+  std::vector<uint8_t> arena_;
+  uint64_t copy_calls_ = 0;  // inline data, copied at submit (its WQE may move)
+};
+
+}  // namespace vrnic::live
