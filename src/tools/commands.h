@@ -7,7 +7,7 @@ namespace vrnic::tools {
 
 struct RunOptions {
   std::string ip, pcap, faults;
-  bool stats = false, debug = false;
+  bool stats = false, debug = false, direct = false;
   std::vector<std::string> command;  // PROGRAM ARGS...
 };
 int cmd_run(const RunOptions& o);

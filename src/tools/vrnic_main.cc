@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--faults", run.faults,
                       "inject faults on receive: loss=P,dup=P,reorder=P,corrupt=P,seed=N");
   run_cmd->add_flag("--stats", run.stats, "print the nonzero counters to stderr at exit");
+  run_cmd->add_flag("--direct", run.direct,
+                    "same-host direct mode: RDMA WRITE/READ to peers on this host that use it "
+                    "too are copied between the processes, not sent as packets");
   run_cmd->add_flag("--debug", run.debug, "debug messages on stderr");
   run_cmd->footer("usage: vrnic run [OPTIONS] [--] PROGRAM [ARGS...]");
 
