@@ -361,7 +361,15 @@ void requester_progress(Core& c, Qp& qp) {
       if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) break;  // 10.8.3.3
       if (w.is_read_or_atomic()) {
         uint32_t limit = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
-        if (outstanding_rd_atomic(qp) >= limit) break;
+        if (outstanding_rd_atomic(qp) >= limit) {
+          // Held direct READs fill the limit too: perform them now instead of waiting for a
+          // poll (which performs held copies only if one of them is signaled).
+          if (r.direct_pending > 0) {
+            c.direct_flush();
+            continue;
+          }
+          break;
+        }
       }
       if (!check_local_sges(c, qp, w)) {
         w.local_status = WcStatus::kLocProtErr;

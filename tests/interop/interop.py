@@ -67,6 +67,7 @@ def cases():
     ext_cases(c)
     srq_mw_odp_cases(c)
     ud_uc_cases(c)
+    direct_cases(c)
     return c
 
 
@@ -106,12 +107,88 @@ def ud_uc_cases(c):
     c["ib_write_bw_uc"] = perftest("ib_write_bw", ["-c", "UC"])
 
 
+def direct(spec, *checks):
+    """The same programs with both processes under `vrnic run --direct --stats`. Each check,
+    "WHO COUNTER OP VALUE" (WHO: client or server, OP: > == >=), is made on the counters the
+    process prints at exit; a counter it does not print is zero."""
+    return dict(spec, direct=True, counters=list(checks))
+
+
+def direct_cases(c):
+    """Same-host direct mode: RDMA WRITE / READ as process_vm_writev/readv copies, the rest on
+    the wire. perftest exchanges its setup over TCP, never over RDMA, so a client's tx_write
+    or tx_read_request at exit counts every WRITE / READ that went on the wire."""
+    writes = ("client direct_writes > 0", "client tx_write == 0", "client direct_fallbacks == 0",
+              "server rx_write == 0")
+    reads = ("client direct_reads > 0", "client tx_read_request == 0",
+             "client direct_fallbacks == 0", "server rx_read_request == 0")
+    for tool, checks in [("ib_write_bw", writes), ("ib_read_bw", reads)]:
+        for suffix, opts in {"": [], "_s65536": ["-s", "65536", "-n", "20000"],
+                             "_s64": ["-s", "64", "-n", "20000"]}.items():
+            c["direct_" + tool + suffix] = direct(perftest(tool, opts), *checks)
+    c["direct_ib_write_bw_q4"] = direct(perftest("ib_write_bw", ["-q", "4"]), *writes)
+    # Latency: ib_write_lat's server writes back (ping-pong); ib_read_lat's does nothing.
+    c["direct_ib_write_lat"] = direct(perftest("ib_write_lat"), *writes,
+                                      "server direct_writes > 0", "server tx_write == 0")
+    c["direct_ib_read_lat"] = direct(perftest("ib_read_lat"), *reads)
+    # SEND and atomics have no direct path: on the wire as without direct mode.
+    c["direct_ib_send_bw"] = direct(perftest("ib_send_bw"), "client tx_send > 0",
+                                    "server rx_send > 0", "client direct_writes == 0",
+                                    "client direct_fallbacks == 0")
+    c["direct_ib_atomic_bw"] = direct(perftest("ib_atomic_bw"), "client tx_atomic > 0",
+                                      "server rx_atomic > 0", "client direct_writes == 0",
+                                      "client direct_reads == 0")
+    # vrnic_integrity: plain WRITEs and READs go direct (every READ: none on the wire); WRITE
+    # with immediate and SEND go on the wire.
+    c["direct_integrity_data"] = direct(integrity(18603, "data"), "client direct_writes > 0",
+                                        "client direct_reads > 0", "client tx_read_request == 0",
+                                        "client direct_fallbacks == 0", "client tx_send > 0")
+    # Every refused access (8 of them: WRITE, READ, FAA) is offered to direct mode, refused by
+    # the table, and NAKed by the responder on the wire; nothing is copied.
+    c["direct_integrity_access"] = direct(integrity(18604, "access"),
+                                          "client direct_fallbacks > 0",
+                                          "client rx_nak_rem_access == 8",
+                                          "server tx_nak_rem_access == 8",
+                                          "client direct_writes == 0", "client direct_reads == 0")
+
+
+STATS = re.compile(r"vrnic: \S+ \S+ \([^)]*, pid \d+\) counters:\n((?:(?:[a-z0-9_]+ \d+|\(all zero\))\n)*)")
+
+
+def split_stats(out):
+    """The counter blocks `--stats` prints at exit (to stderr: possibly in the middle of a
+    line the program had not finished on stdout), and the output without them. Returns
+    ([{counter: value}] per block, output)."""
+    blocks = [{k: int(v) for k, v in re.findall(r"^([a-z0-9_]+) (\d+)$", m.group(1), re.M)}
+              for m in STATS.finditer(out)]
+    return blocks, STATS.sub("", out)
+
+
+def check_counters(tag, blocks, checks):
+    who = "client" if tag.startswith("client") else tag
+    if len(blocks) != 1:
+        return [f"{len(blocks)} counter blocks printed at exit, want 1"]
+    problems = []
+    for check in checks:
+        w, name, op, value = check.split()
+        if w != who:
+            continue
+        got = blocks[0].get(name, 0)
+        ok = {">": got > int(value), "==": got == int(value), ">=": got >= int(value)}[op]
+        print(f"counter check {tag}: {name} = {got}, want {op} {value}: {'ok' if ok else 'NO'}")
+        if not ok:
+            problems.append(f"counter {name} = {got}, want {op} {value}")
+    return problems
+
+
 def resolve(argv, bindir):
     return [os.path.join(bindir, a[1:]) if a.startswith("@") else a for a in argv]
 
 
-def launch(vrnic, argv, bindir, log, env, pcap=None):
+def launch(vrnic, argv, bindir, log, env, pcap=None, direct=False):
     opts = ["--pcap", pcap] if pcap else []
+    if direct:
+        opts += ["--direct", "--stats"]
     return subprocess.Popen([vrnic, "run", *opts, "--", *resolve(argv, bindir)], stdout=log,
                             stderr=subprocess.STDOUT, env=env)
 
@@ -192,11 +269,11 @@ def run_case(name, spec, vrnic, bindir, timeout):
         else:
             cap = (lambda tag: os.path.join(tmp, tag + ".pcap")) if spec.get("pcap") else (lambda tag: None)
             procs.append(("server", launch(vrnic, spec["server"], bindir, logfile("server"), env,
-                                           cap("server"))))
+                                           cap("server"), spec.get("direct", False))))
             time.sleep(0.5)  # let the server reach its TCP accept
             for i, argv in enumerate(spec["clients"]):
                 procs.append((f"client{i}", launch(vrnic, argv, bindir, logfile(f"client{i}"), env,
-                                                   cap(f"client{i}"))))
+                                                   cap(f"client{i}"), spec.get("direct", False))))
         deadline = time.time() + timeout
         for tag, p in procs:
             try:
@@ -211,6 +288,9 @@ def run_case(name, spec, vrnic, bindir, timeout):
         for tag, path in logs:
             out = open(path).read()
             print(f"----- {name} {tag} -----\n{out.rstrip()}")
+            if spec.get("direct"):
+                blocks, out = split_stats(out)
+                problems += [f"{tag}: {p}" for p in check_counters(tag, blocks, spec["counters"])]
             # A bw server prints the table too; a lat server may not (perftest prints it on
             # the client only for some tests): require results from the client side always.
             if tag.startswith("client") or tag == "program" or spec["kind"] in ("bw", "pingpong"):
