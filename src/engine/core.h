@@ -77,6 +77,7 @@ class Core {
   std::vector<Qp*> direct_ops;
   std::vector<Qp*> direct_scratch;
   uint32_t direct_signaled = 0;  // of those, the ones that complete with a CQE
+  uint64_t direct_first_ns = 0;  // when the oldest of them was submitted
   // While set, engine calls leave submitted copies queued (a doorbell batch, like the port's
   // cork); the caller flushes (Device::direct_flush, or any poll_cq).
   bool direct_hold = false;

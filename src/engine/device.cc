@@ -211,8 +211,12 @@ Errno Device::destroy_cq(Cq* cq) {
 int Device::poll_cq(Cq* cq, WorkCompletion* out, int n) {
   if (cq == nullptr || n <= 0) return 0;
   // Held copies that would complete with a CQE are performed now; unsignaled ones may wait
-  // for the rest of the burst (nothing the program can poll depends on them).
-  if (impl_->core.direct_signaled > 0) impl_->drain_direct();
+  // for the rest of the burst, but not longer than kDirectHoldMaxNs (a peer may be waiting
+  // for their data while this program polls).
+  Core& c = impl_->core;
+  if (!c.direct_ops.empty() &&
+      (c.direct_signaled > 0 || c.now() - c.direct_first_ns >= kDirectHoldMaxNs))
+    impl_->drain_direct();
   return cq->poll(out, n);
 }
 

@@ -330,7 +330,10 @@ void requester_progress(Core& c, Qp& qp) {
   uint32_t mtu = qp.mtu();
   while (r.cursor < qp.sq.size()) {
     SendWqe& w = qp.sq[r.cursor];
-    if (r.direct_pending > 0 && w.is_local()) break;  // after the copies before it
+    if (r.direct_pending > 0 && w.is_local()) {
+      c.direct_flush();  // a bind / local invalidate runs after the copies before it
+      continue;
+    }
     if (w.is_local()) {
       // A bind or local invalidate runs when the queue reaches it; it completes (in order)
       // as soon as the WQEs before it have.
@@ -358,7 +361,13 @@ void requester_progress(Core& c, Qp& qp) {
     if (in_flight >= kSendWindow || !budget_allows(c, qp, in_flight, 1)) break;
     if (!w.started) {
       if (w.local_status != WcStatus::kSuccess) break;  // waits for the completer
-      if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) break;  // 10.8.3.3
+      if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) {  // 10.8.3.3
+        if (r.direct_pending > 0) {  // held direct READs: perform them, then look again
+          c.direct_flush();
+          continue;
+        }
+        break;
+      }
       if (w.is_read_or_atomic()) {
         uint32_t limit = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
         if (outstanding_rd_atomic(qp) >= limit) {
@@ -389,13 +398,18 @@ void requester_progress(Core& c, Qp& qp) {
           ++r.cursor;
           r.cursor_pkt = 0;
           ++r.direct_pending;
+          if (c.direct_ops.empty()) c.direct_first_ns = c.now();
           c.direct_ops.push_back(&qp);
           if (w.signaled) ++c.direct_signaled;
           continue;
         }
       }
-      // Nothing goes on the wire while direct copies before it are not done (ordering).
-      if (r.direct_pending > 0) break;
+      // Nothing goes on the wire while direct copies before it are not done (ordering):
+      // perform them now, then look again.
+      if (r.direct_pending > 0) {
+        c.direct_flush();
+        continue;
+      }
       w.started = true;
       w.first_psn = r.next_new_psn;
       w.npkts = w.is_atomic() ? 1 : packets_for(w.length, mtu);

@@ -21,6 +21,9 @@ inline constexpr uint32_t kDeviceWindow = 1024;
 // A READ longer than this many response packets is requested in pieces of this size, one
 // piece outstanding at a time, so one READ never floods the requester's receive buffer.
 inline constexpr uint32_t kReadChunkPackets = kSendWindow;
+// Direct mode: the longest a held, unsignaled copy waits for the rest of its burst before a
+// poll_cq performs it anyway (the peer may be waiting for its data).
+inline constexpr uint64_t kDirectHoldMaxNs = 20000;
 
 // Checks one WR against the QP (C10-?? / 11.4.1.1) and queues it. Returns 0 or an errno.
 // type1_bind: the WR comes from the Bind MW verb (Device::bind_mw), not from post_send.
