@@ -53,7 +53,8 @@ class Direct : public VerbsTest {
     a_buf_.assign(kSize, 0);
     b_buf_.assign(kSize, 0);
     for (size_t i = 0; i < kSize; ++i) a_buf_[i] = uint8_t(i * 31 + (i >> 9) + 1);
-    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                       IBV_ACCESS_REMOTE_ATOMIC;
     a_mr_ = ibv_reg_mr(pd_, a_buf_.data(), kSize, access);
     b_mr_ = ibv_reg_mr(pd_, b_buf_.data(), kSize, access);
     ASSERT_NE(a_mr_, nullptr);
@@ -400,6 +401,69 @@ TEST_F(Direct, write_then_send__the_receiver_sees_the_send_after_the_bytes) {
   expect_no_more_cqes();
 }
 
+TEST_F(Direct, write_then_atomic__the_atomic_sees_the_written_value) {
+  uint8_t* target = b_buf_.data() + 4096;
+  const uint64_t value = 0x0102030405060708;
+  std::memcpy(a_buf_.data(), &value, 8);
+  std::memset(a_buf_.data() + 64, 0, 8);
+  const Counters before(dev());
+  ibv_sge ws = sge(a_buf_, a_mr_, 0, 8);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, 60, &ws, 1, target, b_mr_->rkey, /*signaled=*/false);
+  ibv_sge as = sge(a_buf_, a_mr_, 64, 8);
+  ibv_send_wr add{};
+  add.wr_id = 61;
+  add.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+  add.send_flags = IBV_SEND_SIGNALED;
+  add.sg_list = &as;
+  add.num_sge = 1;
+  add.wr.atomic.remote_addr = reinterpret_cast<uint64_t>(target);
+  add.wr.atomic.rkey = b_mr_->rkey;
+  add.wr.atomic.compare_add = 0x10;
+  w.next = &add;
+  post(w);
+  auto wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
+  EXPECT_EQ(wcs[0].opcode, IBV_WC_FETCH_ADD);
+  uint64_t fetched = 0, now = 0;
+  std::memcpy(&fetched, a_buf_.data() + 64, 8);
+  std::memcpy(&now, target, 8);
+  EXPECT_EQ(fetched, value);  // the WRITE before it was in place
+  EXPECT_EQ(now, value + 0x10);
+  const Counters after(dev());
+  EXPECT_EQ(after["direct_writes"] - before["direct_writes"], 1u);
+  EXPECT_EQ(after["tx_atomic"] - before["tx_atomic"], 1u);
+}
+
+TEST_F(Direct, wire_write_then_read__the_read_sees_it) {
+  ibv_sge rs = sge(b_buf_, b_mr_, kSize - 64, 64);
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 70;
+  rwr.sg_list = &rs;
+  rwr.num_sge = 1;
+  ibv_recv_wr* bad_r = nullptr;
+  ASSERT_EQ(ibv_post_recv(b_, &rwr, &bad_r), 0);
+  ibv_sge ws = sge(a_buf_, a_mr_, 0, 20000);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE_WITH_IMM, 71, &ws, 1, b_buf_.data() + 8192,
+                       b_mr_->rkey, /*signaled=*/false);
+  std::fill(a_buf_.begin() + 500000, a_buf_.begin() + 530000, 0);
+  ibv_sge rd = sge(a_buf_, a_mr_, 500000, 20000);
+  ibv_send_wr r = rdma(IBV_WR_RDMA_READ, 72, &rd, 1, b_buf_.data() + 8192, b_mr_->rkey);
+  w.next = &r;
+  post(w);
+  auto wcs = wait(2);  // b's receive (the immediate) and a's READ
+  ASSERT_EQ(wcs.size(), 2u);
+  for (const ibv_wc& wc : wcs) {
+    EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+    if (wc.qp_num == a_->qp_num) {
+      EXPECT_EQ(wc.opcode, IBV_WC_RDMA_READ);
+      EXPECT_EQ(wc.byte_len, 20000u);
+    }
+  }
+  EXPECT_EQ(std::memcmp(a_buf_.data() + 500000, a_buf_.data(), 20000), 0);
+  EXPECT_EQ(std::memcmp(b_buf_.data() + 8192, a_buf_.data(), 20000), 0);
+}
+
 // --- errors as on the wire -----------------------------------------------------------------
 
 TEST_F(Direct, bad_rkey__remote_access_error_target_untouched) {
@@ -483,6 +547,53 @@ TEST_F(Direct, region_without_remote_write__remote_access_error_target_untouched
   EXPECT_GT(after["direct_fallbacks"], before["direct_fallbacks"]);
   EXPECT_EQ(ibv_dereg_mr(c_mr_), 0);  // before c goes
   c_mr_ = nullptr;
+}
+
+TEST_F(Direct, region_of_another_pd__remote_access_error_target_untouched) {
+  ibv_pd* other = ibv_alloc_pd(ctx_);
+  ASSERT_NE(other, nullptr);
+  std::vector<uint8_t> c(8192, 0);
+  c_mr_ = ibv_reg_mr(other, c.data(), c.size(),
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+  ASSERT_NE(c_mr_, nullptr);
+  const Counters before(dev());
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 64);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, 25, &s, 1, c.data(), c_mr_->rkey);
+  const ibv_wc wc = post_and_wait(w);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_TRUE(all_zero(c.data(), c.size()));
+  expect_access_error_event_on_b();
+  const Counters after(dev());
+  EXPECT_EQ(after["direct_writes"], before["direct_writes"]);
+  EXPECT_GT(after["direct_fallbacks"], before["direct_fallbacks"]);
+  EXPECT_EQ(ibv_dereg_mr(c_mr_), 0);
+  c_mr_ = nullptr;
+  EXPECT_EQ(ibv_dealloc_pd(other), 0);
+}
+
+TEST_F(Direct, responder_qp_without_remote_write__remote_access_error) {
+  // b's access flags changed in RTS: the table follows.
+  ibv_qp_attr attr{};
+  attr.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+  ASSERT_EQ(ibv_modify_qp(b_, &attr, IBV_QP_ACCESS_FLAGS), 0);
+  for (size_t i = 0; i < 64; ++i) b_buf_[i] = uint8_t(i + 1);
+  const Counters before(dev());
+  ibv_sge rs = sge(a_buf_, a_mr_, 0, 64);  // reading is still allowed, directly
+  ibv_send_wr r = rdma(IBV_WR_RDMA_READ, 26, &rs, 1, b_buf_.data(), b_mr_->rkey);
+  ibv_wc wc = post_and_wait(r);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(std::memcmp(a_buf_.data(), b_buf_.data(), 64), 0);
+  std::fill(b_buf_.begin(), b_buf_.begin() + 64, 0);
+  ibv_sge s = sge(a_buf_, a_mr_, 1000, 64);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, 27, &s, 1, b_buf_.data(), b_mr_->rkey);
+  wc = post_and_wait(w);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_TRUE(all_zero(b_buf_.data(), kSize));
+  expect_access_error_event_on_b();
+  const Counters after(dev());
+  EXPECT_EQ(after["direct_reads"] - before["direct_reads"], 1u);
+  EXPECT_EQ(after["direct_writes"], before["direct_writes"]);
+  EXPECT_GT(after["direct_fallbacks"], before["direct_fallbacks"]);
 }
 
 TEST_F(Direct, dereg_mr__old_rkey_refused_after_a_direct_write) {
