@@ -620,6 +620,36 @@ TEST_F(Direct, dereg_mr__old_rkey_refused_after_a_direct_write) {
   EXPECT_GT(after["direct_fallbacks"], mid["direct_fallbacks"]);
 }
 
+TEST_F(Direct, rereg_mr__new_translation_and_rights_are_followed) {
+  // Move b's region to another buffer (same keys): a write lands in the new one.
+  std::vector<uint8_t> other(kSize, 0);
+  ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, other.data(), kSize,
+                         0), 0);
+  const Counters before(dev());
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 2048);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, 80, &s, 1, other.data() + 16, b_mr_->rkey);
+  ibv_wc wc = post_and_wait(w);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(std::memcmp(other.data() + 16, a_buf_.data(), 2048), 0);
+  EXPECT_TRUE(all_zero(b_buf_.data(), kSize));  // not the old buffer
+  const Counters mid(dev());
+  EXPECT_EQ(mid["direct_writes"] - before["direct_writes"], 1u);
+  // Drop remote write: the next write is refused as on the wire.
+  ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ), 0);
+  std::fill(other.begin(), other.end(), 0);
+  ibv_send_wr w2 = rdma(IBV_WR_RDMA_WRITE, 81, &s, 1, other.data() + 16, b_mr_->rkey);
+  wc = post_and_wait(w2);
+  EXPECT_EQ(wc.status, IBV_WC_REM_ACCESS_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_TRUE(all_zero(other.data(), kSize));
+  expect_access_error_event_on_b();
+  const Counters after(dev());
+  EXPECT_EQ(after["direct_writes"], mid["direct_writes"]);
+  EXPECT_GT(after["direct_fallbacks"], mid["direct_fallbacks"]);
+  ASSERT_EQ(ibv_dereg_mr(b_mr_), 0);  // before `other` goes
+  b_mr_ = nullptr;
+}
+
 TEST_F(Direct, dereg_then_new_region_in_the_slot__old_rkey_still_refused) {
   const uint32_t old_rkey = b_mr_->rkey;
   ASSERT_EQ(ibv_dereg_mr(b_mr_), 0);
