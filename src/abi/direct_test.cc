@@ -48,7 +48,9 @@ class Direct : public VerbsTest {
   void SetUp() override {
     VerbsTest::SetUp();
     if (HasFatalFailure()) return;
-    cq_ = ibv_create_cq(ctx_, 256, nullptr, nullptr, 0);
+    channel_ = ibv_create_comp_channel(ctx_);
+    ASSERT_NE(channel_, nullptr);
+    cq_ = ibv_create_cq(ctx_, 256, this, channel_, 0);
     ASSERT_NE(cq_, nullptr);
     a_buf_.assign(kSize, 0);
     b_buf_.assign(kSize, 0);
@@ -80,6 +82,9 @@ class Direct : public VerbsTest {
       }
     if (cq_) {
       EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+    }
+    if (channel_) {
+      EXPECT_EQ(ibv_destroy_comp_channel(channel_), 0);
     }
     VerbsTest::TearDown();
   }
@@ -163,6 +168,7 @@ class Direct : public VerbsTest {
     return true;
   }
 
+  ibv_comp_channel* channel_ = nullptr;
   ibv_cq* cq_ = nullptr;
   std::vector<uint8_t> a_buf_, b_buf_;
   ibv_mr* a_mr_ = nullptr;
@@ -310,6 +316,30 @@ TEST_F(Direct, unsignaled_writes_then_a_signaled_one__one_cqe_all_bytes) {
   EXPECT_EQ(after["direct_writes"] - before["direct_writes"], uint64_t(kN));
   EXPECT_EQ(after["tx_write"], before["tx_write"]);
   EXPECT_EQ(after["cqe_ok"] - before["cqe_ok"], 1u);
+}
+
+TEST_F(Direct, completion_event__a_program_that_sleeps_on_the_channel_gets_it) {
+  ASSERT_EQ(ibv_req_notify_cq(cq_, 0), 0);
+  const Counters before(dev());
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 8192);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, 55, &s, 1, b_buf_.data(), b_mr_->rkey);
+  post(w);
+  // No poll: the program sleeps until the event (the copy must not wait for its next call).
+  pollfd p{channel_->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  ibv_cq* ev_cq = nullptr;
+  void* ev_ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(channel_, &ev_cq, &ev_ctx), 0);
+  EXPECT_EQ(ev_cq, cq_);
+  EXPECT_EQ(ev_ctx, this);
+  ibv_ack_cq_events(cq_, 1);
+  EXPECT_EQ(std::memcmp(b_buf_.data(), a_buf_.data(), 8192), 0);
+  ibv_wc wc{};
+  ASSERT_EQ(ibv_poll_cq(cq_, 1, &wc), 1);
+  EXPECT_EQ(wc.status, IBV_WC_SUCCESS) << ibv_wc_status_str(wc.status);
+  EXPECT_EQ(wc.wr_id, 55u);
+  const Counters after(dev());
+  EXPECT_EQ(after["direct_writes"] - before["direct_writes"], 1u);
 }
 
 // --- what direct mode does not carry goes on the wire, in order ------------------------------
@@ -594,6 +624,23 @@ TEST_F(Direct, responder_qp_without_remote_write__remote_access_error) {
   EXPECT_EQ(after["direct_reads"] - before["direct_reads"], 1u);
   EXPECT_EQ(after["direct_writes"], before["direct_writes"]);
   EXPECT_GT(after["direct_fallbacks"], before["direct_fallbacks"]);
+}
+
+TEST_F(Direct, responder_qp_in_error__not_direct_and_nothing_lands) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(b_, &attr, IBV_QP_STATE), 0);
+  const Counters before(dev());
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 64);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, 28, &s, 1, b_buf_.data(), b_mr_->rkey);
+  const ibv_wc wc = post_and_wait(w);
+  // On the wire the responder in ERR drops the request: the requester runs out of retries.
+  EXPECT_EQ(wc.status, IBV_WC_RETRY_EXC_ERR) << ibv_wc_status_str(wc.status);
+  EXPECT_TRUE(all_zero(b_buf_.data(), kSize));
+  const Counters after(dev());
+  EXPECT_EQ(after["direct_writes"], before["direct_writes"]);
+  EXPECT_GT(after["direct_fallbacks"], before["direct_fallbacks"]);
+  EXPECT_GT(after["tx_write"], before["tx_write"]);
 }
 
 TEST_F(Direct, dereg_mr__old_rkey_refused_after_a_direct_write) {
