@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -391,6 +392,113 @@ TEST_F(DirectWindowTest, flush__stops_at_a_copy_that_faults) {
   resp_->retract_mr(kKey);
   resp_->retract_mr(0x00000406);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+}
+
+// --- another process ------------------------------------------------------------------------
+
+// A child process owns the responder window and its memory; this process copies into and out
+// of it. With `die`, the child exits without closing its table (a crash): the copy fails
+// and later requests to the address are refused.
+struct Child {
+  pid_t pid = -1;
+  int to_child = -1, from_child = -1;
+};
+
+Child start_responder_child(const Ip& resp_ip, const Ip& req_ip, bool die) {
+  int p2c[2], c2p[2];
+  if (pipe(p2c) != 0 || pipe(c2p) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(p2c[1]);
+    close(c2p[0]);
+    int err = 0;
+    DirectWindow* w = DirectWindow::create(false, resp_ip, err);
+    if (w == nullptr) _exit(2);
+    std::vector<uint8_t> buf(kLen, 0);
+    for (size_t i = 0; i < 256; ++i) buf[2048 + i] = uint8_t(0xc0 ^ i);
+    DirectMr m;
+    m.key = kKey;
+    m.pd = kPd;
+    m.access = kAllRemote | engine::kLocalWrite;
+    m.iova = kIova;
+    m.length = kLen;
+    m.host = buf.data();
+    w->publish_mr(m);
+    DirectQp q;
+    q.qpn = kRespQpn;
+    q.pd = kPd;
+    q.access = kAllRemote;
+    q.dest_qpn = kReqQpn;
+    q.responds = true;
+    q.dest_ip = req_ip;
+    w->publish_qp(q);
+    char c = 'r';
+    if (write(c2p[1], &c, 1) != 1) _exit(3);
+    if (die) _exit(0);  // no close_table: the file stays, its owner is gone
+    if (read(p2c[0], &c, 1) != 1) _exit(4);
+    bool ok = true;
+    for (size_t i = 0; i < 512; ++i) ok = ok && buf[100 + i] == uint8_t(i * 13 + 5);
+    ok = ok && buf[99] == 0 && buf[612] == 0;
+    c = ok ? 'y' : 'n';
+    if (write(c2p[1], &c, 1) != 1) _exit(5);
+    delete w;
+    _exit(0);
+  }
+  close(p2c[0]);
+  close(c2p[1]);
+  return {pid, p2c[1], c2p[0]};
+}
+
+TEST_F(DirectWindowTest, other_process__write_and_read_through_its_table) {
+  const Ip child_ip = address(205);
+  Child ch = start_responder_child(child_ip, req_ip_, /*die=*/false);
+  ASSERT_GT(ch.pid, 0);
+  char c = 0;
+  ASSERT_EQ(read(ch.from_child, &c, 1), 1);
+  ASSERT_EQ(c, 'r');
+  DirectOp w = op(false, kIova + 100, source_.data(), 512);
+  w.dest_ip = child_ip;
+  const uint64_t calls = req_->copy_calls();
+  ASSERT_TRUE(req_->submit(w));
+  std::vector<uint8_t> back(256, 0);
+  DirectOp r = op(true, kIova + 2048, back.data(), 256);
+  r.dest_ip = child_ip;
+  ASSERT_TRUE(req_->submit(r));
+  EXPECT_EQ(req_->flush(), 2u);
+  EXPECT_EQ(req_->copy_calls(), calls + 2);
+  for (size_t i = 0; i < 256; ++i) ASSERT_EQ(back[i], uint8_t(0xc0 ^ i)) << i;
+  c = 'd';
+  ASSERT_EQ(write(ch.to_child, &c, 1), 1);
+  ASSERT_EQ(read(ch.from_child, &c, 1), 1);
+  EXPECT_EQ(c, 'y') << "the child did not find the written bytes";
+  int status = 0;
+  ASSERT_EQ(waitpid(ch.pid, &status, 0), ch.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  close(ch.to_child);
+  close(ch.from_child);
+  EXPECT_FALSE(file_exists(DirectWindow::path_for(false, child_ip)));
+  EXPECT_FALSE(req_->submit(w));  // its table is closed
+}
+
+TEST_F(DirectWindowTest, other_process__died_with_its_table_open_copy_fails_then_refused) {
+  const Ip child_ip = address(206);
+  Child ch = start_responder_child(child_ip, req_ip_, /*die=*/true);
+  ASSERT_GT(ch.pid, 0);
+  char c = 0;
+  ASSERT_EQ(read(ch.from_child, &c, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(ch.pid, &status, 0), ch.pid);  // gone, table file left behind
+  close(ch.to_child);
+  close(ch.from_child);
+  const std::string path = DirectWindow::path_for(false, child_ip);
+  ASSERT_TRUE(file_exists(path));
+  DirectOp w = op(false, kIova + 100, source_.data(), 64);
+  w.dest_ip = child_ip;
+  ASSERT_TRUE(req_->submit(w));  // the table still says yes
+  EXPECT_EQ(req_->flush(), 0u);  // the copy cannot be done: the caller sends it on the wire
+  EXPECT_EQ(req_->queued(), 0u);
+  EXPECT_FALSE(req_->submit(w));  // and the address is not tried again
+  unlink(path.c_str());
 }
 
 // --- refusals (each: submit false, nothing moves) ------------------------------------------
