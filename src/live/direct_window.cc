@@ -220,6 +220,14 @@ DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 
     p->broken = false;
     p->retry_ns = 0;
   }
+  if (p->broken && p->map.base != nullptr && queue_.empty() && now_ns() >= p->retry_ns) {
+    // Its owner died (ESRCH) without closing the table: a device started again at the
+    // address has a new file by now. Look again, as for a missing table.
+    munmap(p->map.base, p->map.size);
+    p->map = Map{};
+    p->broken = false;
+    p->retry_ns = 0;
+  }
   if (p->map.base == nullptr) {
     const uint64_t now = now_ns();
     if (now < p->retry_ns) return nullptr;
@@ -347,12 +355,15 @@ size_t DirectWindow::copy_group(size_t first, size_t end) {
                    : process_vm_writev(pid, local.data(), local.size(), remote.data(),
                                        remote.size(), 0);
   if (r < 0) {
-    if (errno == EPERM || errno == ESRCH || errno == ENOSYS) {
+    const int e = errno;
+    if (e == EPERM || e == ESRCH || e == ENOSYS) {
       if (debug())
         std::fprintf(stderr, "vrnic: direct mode: %s to pid %d refused (%s); using the wire\n",
                      read ? "process_vm_readv" : "process_vm_writev", static_cast<int>(pid),
-                     std::strerror(errno));
+                     std::strerror(e));
       peer.broken = true;
+      // A dead owner's address may get a new device: retried later. A refusal is for good.
+      peer.retry_ns = e == ESRCH ? now_ns() + kRetryNoPeerNs : ~uint64_t{0};
     }
     return 0;
   }

@@ -501,6 +501,44 @@ TEST_F(DirectWindowTest, other_process__died_with_its_table_open_copy_fails_then
   unlink(path.c_str());
 }
 
+TEST_F(DirectWindowTest, other_process__died_then_a_new_owner_at_the_address_is_used) {
+  // A device crashed (its table left behind, its pid gone) and was started again at the
+  // same address: once the failed copy is behind us, the new table is found and used.
+  const Ip child_ip = address(207);
+  Child ch = start_responder_child(child_ip, req_ip_, /*die=*/true);
+  ASSERT_GT(ch.pid, 0);
+  char c = 0;
+  ASSERT_EQ(read(ch.from_child, &c, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(ch.pid, &status, 0), ch.pid);
+  close(ch.to_child);
+  close(ch.from_child);
+  DirectOp w = op(false, kIova + 100, source_.data(), 64);
+  w.dest_ip = child_ip;
+  ASSERT_TRUE(req_->submit(w));
+  EXPECT_EQ(req_->flush(), 0u);  // ESRCH
+  // The restarted device: a new table at the address (create replaces the stale file).
+  int err = 0;
+  std::unique_ptr<DirectWindow> again(DirectWindow::create(false, child_ip, err));
+  ASSERT_NE(again, nullptr) << std::strerror(err);
+  DirectMr m = mr();
+  again->publish_mr(m);
+  again->publish_qp(qp());
+  bool ok = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (req_->submit(w)) {
+      if (req_->flush() == 1) {
+        ok = true;
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(ok) << "the requester never used the new table at the address";
+  EXPECT_EQ(std::memcmp(target_.data() + 100, source_.data(), 64), 0);
+}
+
 // --- refusals (each: submit false, nothing moves) ------------------------------------------
 
 TEST_F(DirectWindowTest, refused__wrong_rkey) {
