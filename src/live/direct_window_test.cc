@@ -4,6 +4,7 @@
 #include "live/direct_window.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -536,6 +537,43 @@ TEST_F(DirectWindowTest, other_process__died_then_a_new_owner_at_the_address_is_
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_TRUE(ok) << "the requester never used the new table at the address";
+  EXPECT_EQ(std::memcmp(target_.data() + 100, source_.data(), 64), 0);
+}
+
+TEST_F(DirectWindowTest, other_process__died_unnoticed_then_a_new_owner_is_used) {
+  // As above, but no copy failed to tell us: the table of the dead owner was mapped (by a
+  // request it refused) and keeps refusing what the new owner at the address publishes.
+  const Ip child_ip = address(208);
+  Child ch = start_responder_child(child_ip, req_ip_, /*die=*/false);
+  ASSERT_GT(ch.pid, 0);
+  char c = 0;
+  ASSERT_EQ(read(ch.from_child, &c, 1), 1);
+  DirectOp bad = op(false, kIova + 100, source_.data(), 64, kKey + 1);
+  bad.dest_ip = child_ip;
+  EXPECT_FALSE(req_->submit(bad));  // maps the child's table; refused there
+  kill(ch.pid, SIGKILL);             // dies with its table open
+  int status = 0;
+  ASSERT_EQ(waitpid(ch.pid, &status, 0), ch.pid);
+  close(ch.to_child);
+  close(ch.from_child);
+  int err = 0;
+  std::unique_ptr<DirectWindow> again(DirectWindow::create(false, child_ip, err));
+  ASSERT_NE(again, nullptr) << std::strerror(err);
+  DirectQp q = qp();
+  q.qpn = kRespQpn + 1;  // the restarted program's QP
+  again->publish_mr(mr());
+  again->publish_qp(q);
+  DirectOp w = op(false, kIova + 100, source_.data(), 64);
+  w.dest_ip = child_ip;
+  w.dest_qpn = kRespQpn + 1;
+  bool ok = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (!ok && std::chrono::steady_clock::now() < deadline) {
+    ok = req_->submit(w);
+    if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(ok) << "the requester kept the dead owner's table";
+  EXPECT_EQ(req_->flush(), 1u);
   EXPECT_EQ(std::memcmp(target_.data() + 100, source_.data(), 64), 0);
 }
 
