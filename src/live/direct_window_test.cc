@@ -802,11 +802,13 @@ TEST_F(DirectWindowTest, refused__closed_while_a_copy_is_queued_then_resubmit_fa
 TEST_F(DirectWindowTest, retract_mr__waits_while_a_copy_is_queued) {
   publish_defaults();
   ASSERT_TRUE(req_->submit(op(false, kIova, source_.data(), 256)));
-  std::atomic<bool> returned{false};
+  std::atomic<bool> started{false}, returned{false};
   std::thread owner([&] {
+    started.store(true);
     resp_->retract_mr(kKey);
     returned.store(true);
   });
+  while (!started.load()) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(returned.load());  // pinned by the queued copy
   // Meanwhile nobody starts a new copy through the region being retracted.
@@ -824,11 +826,13 @@ TEST_F(DirectWindowTest, retract_mr__waits_while_a_copy_is_queued) {
 TEST_F(DirectWindowTest, publish_mr__over_a_pinned_slot_waits_too) {
   publish_defaults();
   ASSERT_TRUE(req_->submit(op(false, kIova, source_.data(), 256)));
-  std::atomic<bool> returned{false};
+  std::atomic<bool> started{false}, returned{false};
   std::thread owner([&] {
+    started.store(true);
     resp_->publish_mr(mr(kKey, engine::kLocalWrite));  // e.g. rereg: rights dropped
     returned.store(true);
   });
+  while (!started.load()) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_FALSE(returned.load());
   EXPECT_EQ(req_->flush(), 1u);
