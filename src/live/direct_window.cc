@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -220,6 +221,14 @@ DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 
     p->broken = false;
     p->retry_ns = 0;
   }
+  if (p->broken && p->map.base != nullptr && queue_.empty() && now_ns() >= p->retry_ns) {
+    // Its owner died (ESRCH) without closing the table: a device started again at the
+    // address has a new file by now. Look again, as for a missing table.
+    munmap(p->map.base, p->map.size);
+    p->map = Map{};
+    p->broken = false;
+    p->retry_ns = 0;
+  }
   if (p->map.base == nullptr) {
     const uint64_t now = now_ns();
     if (now < p->retry_ns) return nullptr;
@@ -254,6 +263,20 @@ bool DirectWindow::submit(const engine::DirectOp& op) {
   size_t index = 0;
   Peer* peer = peer_for(op.ipv6, op.dest_ip, index);
   if (peer == nullptr) return false;
+  // A table refuses what its owner never published; one whose owner died without closing
+  // it refuses for ever what a new device at the address publishes. Now and then (refusals
+  // go on the wire anyway) check that the owner lives; if not, the table is looked up again.
+  auto refused = [&] {
+    const uint64_t now = now_ns();
+    if (now >= peer->retry_ns) {
+      peer->retry_ns = now + kRetryNoPeerNs;
+      if (kill(static_cast<pid_t>(peer->map.header()->pid), 0) != 0 && errno == ESRCH) {
+        peer->broken = true;
+        peer->retry_ns = 0;
+      }
+    }
+    return false;
+  };
 
   // The responder QP: connected to this QP, accepting requests, with the right enabled.
   QpSlot& q = peer->map.qps()[op.dest_qpn & (kQpSlots - 1)];
@@ -274,7 +297,7 @@ bool DirectWindow::submit(const engine::DirectOp& op) {
   if (qpn != op.dest_qpn || !(qflags & kQpValid) || !(qflags & kQpResponds) ||
       ((qflags & kQpIpv6) != 0) != op.ipv6 || qdest != op.qpn || qip[0] != src[0] ||
       qip[1] != src[1] || !(qaccess & right))
-    return false;
+    return refused();
 
   // The region: the exact key (generation included), the QP's PD, the right, the bounds.
   MrSlot& m = peer->map.mrs()[(op.rkey >> 8) & (kMrSlots - 1)];
@@ -293,9 +316,9 @@ bool DirectWindow::submit(const engine::DirectOp& op) {
   // before a byte moves, which only the owner can tell.
   if (!valid || key != op.rkey || mpd != qpd || !(maccess & right) ||
       (maccess & engine::kOnDemand))
-    return false;
+    return refused();
   const uint64_t end = op.remote_addr + op.length;
-  if (end < op.remote_addr || op.remote_addr < iova || end > iova + length) return false;
+  if (end < op.remote_addr || op.remote_addr < iova || end > iova + length) return refused();
 
   // Pin the entry: the owner's retract waits while busy != 0 (it bumps seq first, then reads
   // busy; this bumps busy first, then reads seq: one of the two sees the other).
@@ -347,12 +370,15 @@ size_t DirectWindow::copy_group(size_t first, size_t end) {
                    : process_vm_writev(pid, local.data(), local.size(), remote.data(),
                                        remote.size(), 0);
   if (r < 0) {
-    if (errno == EPERM || errno == ESRCH || errno == ENOSYS) {
+    const int e = errno;
+    if (e == EPERM || e == ESRCH || e == ENOSYS) {
       if (debug())
         std::fprintf(stderr, "vrnic: direct mode: %s to pid %d refused (%s); using the wire\n",
                      read ? "process_vm_readv" : "process_vm_writev", static_cast<int>(pid),
-                     std::strerror(errno));
+                     std::strerror(e));
       peer.broken = true;
+      // A dead owner's address may get a new device: retried later. A refusal is for good.
+      peer.retry_ns = e == ESRCH ? now_ns() + kRetryNoPeerNs : ~uint64_t{0};
     }
     return 0;
   }
