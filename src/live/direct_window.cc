@@ -1,6 +1,8 @@
 #include "live/direct_window.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -126,8 +128,7 @@ DirectWindow::~DirectWindow() {
   for (const Pending& p : queue_) p.pin->busy.fetch_sub(1, std::memory_order_release);
   close_table();
   munmap(own_.base, own_.size);
-  for (Peer& p : peers_)
-    if (p.map.base != nullptr) munmap(p.map.base, p.map.size);
+  for (Peer& p : peers_) unmap(p);
 }
 
 // --- owner side ------------------------------------------------------------------------------
@@ -216,16 +217,14 @@ DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 
     // The owner closed its device; a new one at the address has a new file. Copies queued
     // to the old one hold pins in its mapping: unmap only once they are done.
     if (!queue_.empty()) return nullptr;
-    munmap(p->map.base, p->map.size);
-    p->map = Map{};
+    unmap(*p);
     p->broken = false;
     p->retry_ns = 0;
   }
   if (p->broken && p->map.base != nullptr && queue_.empty() && now_ns() >= p->retry_ns) {
     // Its owner died (ESRCH) without closing the table: a device started again at the
     // address has a new file by now. Look again, as for a missing table.
-    munmap(p->map.base, p->map.size);
-    p->map = Map{};
+    unmap(*p);
     p->broken = false;
     p->retry_ns = 0;
   }
@@ -248,10 +247,25 @@ DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 
       munmap(base, kFileSize);
       return nullptr;
     }
+    // Copies go to the owner by pid. Its pidfd says whether that process has exited, so a
+    // pid reused by another process after the owner died is never written to.
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(h->pid), 0));
+    if (pidfd < 0 && errno != ENOSYS) {
+      munmap(base, kFileSize);
+      return nullptr;  // gone already
+    }
     p->map = m;
+    p->pidfd = pidfd;
     p->broken = false;
   }
   return p->broken ? nullptr : p;
+}
+
+void DirectWindow::unmap(Peer& p) {
+  if (p.map.base != nullptr) munmap(p.map.base, p.map.size);
+  if (p.pidfd >= 0) close(p.pidfd);
+  p.map = Map{};
+  p.pidfd = -1;
 }
 
 bool DirectWindow::full() const {
@@ -364,6 +378,14 @@ size_t DirectWindow::copy_group(size_t first, size_t end) {
   Peer& peer = peers_[queue_[first].peer];
   const pid_t pid = static_cast<pid_t>(peer.map.header()->pid);
   const bool read = queue_[first].read;
+  if (peer.pidfd >= 0) {
+    pollfd pf{peer.pidfd, POLLIN, 0};
+    if (poll(&pf, 1, 0) != 0) {  // the owner exited (or the check failed): no copy
+      peer.broken = true;
+      peer.retry_ns = now_ns() + kRetryNoPeerNs;
+      return 0;
+    }
+  }
   ++copy_calls_;
   ssize_t r = read ? process_vm_readv(pid, local.data(), local.size(), remote.data(),
                                       remote.size(), 0)

@@ -85,6 +85,7 @@ class DirectWindow final : public engine::DirectLink {
     bool ipv6 = false;
     std::array<uint8_t, 16> ip{};
     Map map;             // base null: no table at that address (retried after a while)
+    int pidfd = -1;      // the owner's process: tells a dead owner from a reused pid
     uint64_t retry_ns = 0;
     bool broken = false;  // the copy system calls are refused for this peer
   };
@@ -102,6 +103,7 @@ class DirectWindow final : public engine::DirectLink {
     uint64_t off, len;
   };
   Peer* peer_for(bool ipv6, const std::array<uint8_t, 16>& ip, size_t& index);
+  static void unmap(Peer& p);
   // Copies queue_[first, end) (one peer, one direction) in one system call; returns how
   // many of them completed.
   size_t copy_group(size_t first, size_t end);

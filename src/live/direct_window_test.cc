@@ -483,7 +483,7 @@ TEST_F(DirectWindowTest, other_process__write_and_read_through_its_table) {
   EXPECT_FALSE(req_->submit(w));  // its table is closed
 }
 
-TEST_F(DirectWindowTest, other_process__died_with_its_table_open_copy_fails_then_refused) {
+TEST_F(DirectWindowTest, other_process__died_with_its_table_open_is_refused) {
   const Ip child_ip = address(206);
   Child ch = start_responder_child(child_ip, req_ip_, /*die=*/true);
   ASSERT_GT(ch.pid, 0);
@@ -497,11 +497,33 @@ TEST_F(DirectWindowTest, other_process__died_with_its_table_open_copy_fails_then
   ASSERT_TRUE(file_exists(path));
   DirectOp w = op(false, kIova + 100, source_.data(), 64);
   w.dest_ip = child_ip;
-  ASSERT_TRUE(req_->submit(w));  // the table still says yes
-  EXPECT_EQ(req_->flush(), 0u);  // the copy cannot be done: the caller sends it on the wire
+  EXPECT_FALSE(req_->submit(w));  // the table says yes, but its owner is gone
   EXPECT_EQ(req_->queued(), 0u);
-  EXPECT_FALSE(req_->submit(w));  // and the address is not tried again
   unlink(path.c_str());
+}
+
+TEST_F(DirectWindowTest, other_process__dies_between_submit_and_flush_nothing_is_copied) {
+  // The copy goes to the owner by pid: once the owner has exited, that pid may belong to
+  // another process, so the flush must not copy at all (the caller sends it on the wire).
+  const Ip child_ip = address(208);
+  Child ch = start_responder_child(child_ip, req_ip_, /*die=*/false);
+  ASSERT_GT(ch.pid, 0);
+  char c = 0;
+  ASSERT_EQ(read(ch.from_child, &c, 1), 1);
+  DirectOp w = op(false, kIova + 100, source_.data(), 64);
+  w.dest_ip = child_ip;
+  ASSERT_TRUE(req_->submit(w));
+  ASSERT_EQ(kill(ch.pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(ch.pid, &status, 0), ch.pid);
+  close(ch.to_child);
+  close(ch.from_child);
+  const uint64_t calls = req_->copy_calls();
+  EXPECT_EQ(req_->flush(), 0u);
+  EXPECT_EQ(req_->copy_calls(), calls);  // no process_vm_writev was made
+  EXPECT_EQ(req_->queued(), 0u);
+  EXPECT_FALSE(req_->submit(w));
+  unlink(DirectWindow::path_for(false, child_ip).c_str());
 }
 
 TEST_F(DirectWindowTest, other_process__died_then_a_new_owner_at_the_address_is_used) {
@@ -518,8 +540,7 @@ TEST_F(DirectWindowTest, other_process__died_then_a_new_owner_at_the_address_is_
   close(ch.from_child);
   DirectOp w = op(false, kIova + 100, source_.data(), 64);
   w.dest_ip = child_ip;
-  ASSERT_TRUE(req_->submit(w));
-  EXPECT_EQ(req_->flush(), 0u);  // ESRCH
+  EXPECT_FALSE(req_->submit(w));  // its owner is gone
   // The restarted device: a new table at the address (create replaces the stale file).
   int err = 0;
   std::unique_ptr<DirectWindow> again(DirectWindow::create(false, child_ip, err));
