@@ -49,7 +49,8 @@ step_tsan() {
   local t=$(date +%s) dir=build/ci-tsan status=PASS races=0 crashed=0
   local tests=(live_support_test live_nic_test abi_convert_test abi_verbs_test
                memory_table_test ack_queue_test icrc_peers_test device_test transfer_test
-               access_test reliability_test responder_test)
+               access_test reliability_test responder_test direct_hold_test
+               direct_window_test abi_direct_test)
   if ! cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVRNIC_TSAN=ON >/dev/null ||
      ! cmake --build "$dir" -j "$JOBS" --target "${tests[@]}" vrnic_verbs; then
     result tsan FAIL $(( $(date +%s) - t ))
