@@ -105,7 +105,7 @@ struct LiveNic::Impl {
   std::atomic<bool> stop{false};
   uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
   std::atomic<uint64_t> last_poll_ns{0};  // last empty LiveNic::poll_cq; 0 after completions
-  uint64_t prev_call_ns = 0;  // the program's last post or poll (mu_)
+  uint64_t prev_call_end_ns = 0;  // when the program's last post or poll ended (mu_)
   bool in_burst = false;      // the last call was held; until the next poll (mu_)
   uint64_t packets_at_poll = ~0ull;  // rx + tx packets at the last poll with completions; mu_
   std::atomic<bool> wire_quiet{false};  // that poll found no packet moved since the one before
@@ -151,19 +151,21 @@ void LiveNic::before_call_locked() {
   const bool cork = impl_->defer_ns != 0 &&
                     now - impl_->last_poll_ns.load(std::memory_order_relaxed) < impl_->defer_ns;
   impl_->port->set_cork(cork);
-  // Direct copies: a call that follows the program's previous call (a post or a poll) within
-  // kBurstGapNs starts a burst, which lasts until the program's next poll: the burst's copies
-  // are held and that poll performs them in one system call (a full batch goes at once; the
-  // progress thread performs what is left if the program goes quiet). A lone post, as in a
-  // latency test, is copied at once.
+  // Direct copies: a call that comes within kBurstGapNs of the END of the program's previous
+  // call (a post or a poll) starts a burst, which lasts until the program's next poll: the
+  // burst's copies are held and that poll performs them in one system call (a full batch
+  // goes at once; the progress thread performs what is left if the program goes quiet). A
+  // lone post, as in a latency test, is copied at once. Measured from the end, so the time
+  // a copy itself takes never breaks a burst (else one copy made the next gap long, whose
+  // copy made the next one long, and so on: two copies per call instead of thirty).
   const bool hold = impl_->defer_ns != 0 &&
-                    (impl_->in_burst || now - impl_->prev_call_ns < kBurstGapNs);
+                    (impl_->in_burst || now - impl_->prev_call_end_ns < kBurstGapNs);
   impl_->in_burst = hold;
-  impl_->prev_call_ns = now;
   device_->set_direct_hold(hold);
 }
 
 void LiveNic::after_call_locked() {
+  impl_->prev_call_end_ns = monotonic_ns();
   impl_->port->set_cork(false);
   device_->set_direct_hold(false);
   // Held-back packets or copies: a deferring progress thread wakes within defer_ns of this
@@ -208,7 +210,6 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   const uint64_t t = monotonic_ns();
   last_app_ns_.store(t, std::memory_order_relaxed);  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
-  impl_->prev_call_ns = t;
   impl_->in_burst = false;
   impl_->port->flush();  // the posts before this poll leave now, in one batch
   int got = device_->poll_cq(cq, out, n);
