@@ -171,7 +171,8 @@ bool try_direct(Core& c, Qp& qp, const SendWqe& w) {
     size_t n = 0;
     for (const Sge& s : w.sges) {
       if (s.length == 0) continue;
-      uint8_t* p = c.mem.check_local(s.lkey, qp.pd, s.addr, s.length, read ? uint32_t{kLocalWrite} : 0u);
+      const uint32_t need = read ? uint32_t{kLocalWrite} : 0u;
+      uint8_t* p = c.mem.check_local(s.lkey, qp.pd, s.addr, s.length, need);
       if (p == nullptr) return false;
       spans[n++] = {p, s.length, false};
     }

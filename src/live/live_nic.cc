@@ -43,8 +43,8 @@ constexpr int kBatchesPerHold = 8;
 // the CPU. A busy-polling thread calls every 1-2 us; ib_write_lat 2 B measured 30 us typical
 // at 5 us, 42-62 us at 10 us and 47 us at 20 us (the thread comes back to the socket late).
 constexpr uint64_t kDefaultDeferNs = 5000;
-constexpr uint64_t kBurstGapNs = 2000;
-constexpr uint64_t kQuietDeferFactor = 10;  // deferral while only direct copies move  // calls closer than this are one burst (direct mode)
+constexpr uint64_t kBurstGapNs = 2000;  // calls closer than this are one burst (direct mode)
+constexpr uint64_t kQuietDeferFactor = 10;  // deferral while only direct copies move
 
 uint64_t monotonic_ns() {
   timespec ts;
