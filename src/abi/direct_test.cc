@@ -41,78 +41,24 @@ class Counters {
   std::vector<std::pair<std::string, uint64_t>> values_;
 };
 
-class Direct : public VerbsTest {
+// Loopback's two connected RC QPs (verbs_test.h), with direct mode on.
+class Direct : public Loopback {
  protected:
-  static constexpr size_t kSize = 1 << 20;
-
   void SetUp() override {
-    VerbsTest::SetUp();
+    Loopback::SetUp();
     if (HasFatalFailure()) return;
-    channel_ = ibv_create_comp_channel(ctx_);
-    ASSERT_NE(channel_, nullptr);
-    cq_ = ibv_create_cq(ctx_, 256, this, channel_, 0);
-    ASSERT_NE(cq_, nullptr);
-    a_buf_.assign(kSize, 0);
-    b_buf_.assign(kSize, 0);
     for (size_t i = 0; i < kSize; ++i) a_buf_[i] = uint8_t(i * 31 + (i >> 9) + 1);
-    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                       IBV_ACCESS_REMOTE_ATOMIC;
-    a_mr_ = ibv_reg_mr(pd_, a_buf_.data(), kSize, access);
-    b_mr_ = ibv_reg_mr(pd_, b_buf_.data(), kSize, access);
-    ASSERT_NE(a_mr_, nullptr);
-    ASSERT_NE(b_mr_, nullptr);
-    a_ = make_qp();
-    b_ = make_qp();
-    ASSERT_NE(a_, nullptr);
-    ASSERT_NE(b_, nullptr);
-    connect_rc(a_, b_->qp_num, {.my_psn = 100, .remote_psn = 200});
-    connect_rc(b_, a_->qp_num, {.my_psn = 200, .remote_psn = 100});
     ASSERT_TRUE(Counters(dev()).ok());
   }
   void TearDown() override {
-    if (a_) {
-      EXPECT_EQ(ibv_destroy_qp(a_), 0);
+    if (c_mr_) {
+      EXPECT_EQ(ibv_dereg_mr(c_mr_), 0);
     }
-    if (b_) {
-      EXPECT_EQ(ibv_destroy_qp(b_), 0);
-    }
-    for (ibv_mr* mr : {a_mr_, b_mr_, c_mr_})
-      if (mr) {
-        EXPECT_EQ(ibv_dereg_mr(mr), 0);
-      }
-    if (cq_) {
-      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
-    }
-    if (channel_) {
-      EXPECT_EQ(ibv_destroy_comp_channel(channel_), 0);
-    }
-    VerbsTest::TearDown();
+    Loopback::TearDown();
   }
 
   std::string dev() const { return ibv_get_device_name(list_[0]); }
 
-  ibv_qp* make_qp() {
-    ibv_qp_init_attr init{};
-    init.send_cq = init.recv_cq = cq_;
-    init.qp_type = IBV_QPT_RC;
-    init.cap.max_send_wr = init.cap.max_recv_wr = 64;
-    init.cap.max_send_sge = init.cap.max_recv_sge = 4;
-    init.cap.max_inline_data = 64;
-    return ibv_create_qp(pd_, &init);
-  }
-
-  // Polls until n completions arrived or 5 s passed.
-  std::vector<ibv_wc> wait(size_t n) {
-    std::vector<ibv_wc> out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (out.size() < n && std::chrono::steady_clock::now() < deadline) {
-      ibv_wc wc[8];
-      const int got = ibv_poll_cq(cq_, 8, wc);
-      EXPECT_GE(got, 0);
-      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
-    }
-    return out;
-  }
   // No completion shows up for a while.
   void expect_no_more_cqes() {
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
@@ -124,9 +70,6 @@ class Direct : public VerbsTest {
     }
   }
 
-  ibv_sge sge(std::vector<uint8_t>& buf, ibv_mr* mr, size_t off, size_t len) {
-    return ibv_sge{reinterpret_cast<uint64_t>(buf.data() + off), uint32_t(len), mr->lkey};
-  }
   ibv_send_wr rdma(ibv_wr_opcode opcode, uint64_t wr_id, ibv_sge* s, int nsge,
                    const uint8_t* remote, uint32_t rkey, bool signaled = true) {
     ibv_send_wr w{};
@@ -168,14 +111,7 @@ class Direct : public VerbsTest {
     return true;
   }
 
-  ibv_comp_channel* channel_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  std::vector<uint8_t> a_buf_, b_buf_;
-  ibv_mr* a_mr_ = nullptr;
-  ibv_mr* b_mr_ = nullptr;
   ibv_mr* c_mr_ = nullptr;
-  ibv_qp* a_ = nullptr;
-  ibv_qp* b_ = nullptr;
 };
 
 TEST_F(Direct, write__lands_byte_exact_and_completes_without_packets) {

@@ -3,7 +3,9 @@
 #include <infiniband/verbs.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <vector>
 
 namespace vrnic::abi::test {
 
@@ -78,6 +80,113 @@ class VerbsTest : public ::testing::Test {
   ibv_device** list_ = nullptr;
   ibv_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
+};
+
+// Two RC QPs of one context, connected to each other (loopback through the device's GID).
+class Loopback : public VerbsTest {
+ protected:
+  static constexpr size_t kSize = 1 << 20;
+
+  void SetUp() override {
+    VerbsTest::SetUp();
+    if (HasFatalFailure()) return;
+    channel_ = ibv_create_comp_channel(ctx_);
+    ASSERT_NE(channel_, nullptr);
+    cq_ = ibv_create_cq(ctx_, 256, this, channel_, 0);
+    ASSERT_NE(cq_, nullptr);
+    a_buf_.assign(kSize, 0);
+    b_buf_.assign(kSize, 0);
+    const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+    a_mr_ = ibv_reg_mr(pd_, a_buf_.data(), kSize, access);
+    b_mr_ = ibv_reg_mr(pd_, b_buf_.data(), kSize, access);
+    ASSERT_NE(a_mr_, nullptr);
+    ASSERT_NE(b_mr_, nullptr);
+    a_ = make_qp();
+    b_ = make_qp();
+    ASSERT_NE(a_, nullptr);
+    ASSERT_NE(b_, nullptr);
+    connect(a_, b_->qp_num, 100, 200);
+    connect(b_, a_->qp_num, 200, 100);
+  }
+  void TearDown() override {
+    if (a_) {
+      EXPECT_EQ(ibv_destroy_qp(a_), 0);
+    }
+    if (b_) {
+      EXPECT_EQ(ibv_destroy_qp(b_), 0);
+    }
+    if (a_mr_) {
+      EXPECT_EQ(ibv_dereg_mr(a_mr_), 0);
+    }
+    if (b_mr_) {
+      EXPECT_EQ(ibv_dereg_mr(b_mr_), 0);
+    }
+    if (cq_) {
+      EXPECT_EQ(ibv_destroy_cq(cq_), 0);
+    }
+    if (channel_) {
+      EXPECT_EQ(ibv_destroy_comp_channel(channel_), 0);
+    }
+    VerbsTest::TearDown();
+  }
+
+  ibv_qp* make_qp() {
+    ibv_qp_init_attr init{};
+    init.send_cq = init.recv_cq = cq_;
+    init.qp_type = IBV_QPT_RC;
+    init.cap.max_send_wr = init.cap.max_recv_wr = 64;
+    init.cap.max_send_sge = init.cap.max_recv_sge = 4;
+    init.cap.max_inline_data = 64;
+    ibv_qp* qp = ibv_create_qp(pd_, &init);
+    if (qp) {
+      EXPECT_GE(init.cap.max_send_wr, 64u);
+      EXPECT_EQ(qp->state, IBV_QPS_RESET);
+      EXPECT_NE(qp->qp_num, 0u);
+    }
+    return qp;
+  }
+
+  void connect(ibv_qp* qp, uint32_t remote_qpn, uint32_t my_psn, uint32_t remote_psn) {
+    connect_rc(qp, remote_qpn, {.my_psn = my_psn, .remote_psn = remote_psn});
+  }
+
+  // Polls until n completions arrived or 5 s passed.
+  std::vector<ibv_wc> wait(int n) {
+    std::vector<ibv_wc> out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (int(out.size()) < n && std::chrono::steady_clock::now() < deadline) {
+      ibv_wc wc[8];
+      const int got = ibv_poll_cq(cq_, 8, wc);
+      EXPECT_GE(got, 0);
+      for (int i = 0; i < got; ++i) out.push_back(wc[i]);
+    }
+    return out;
+  }
+
+  ibv_sge sge(std::vector<uint8_t>& buf, ibv_mr* mr, size_t off, size_t len) {
+    return ibv_sge{reinterpret_cast<uint64_t>(buf.data() + off), uint32_t(len), mr->lkey};
+  }
+  // A signaled RDMA WRITE or READ of one SGE to / from the start of b's buffer.
+  ibv_send_wr rdma_to_b(ibv_wr_opcode opcode, uint64_t wr_id, ibv_sge* s, uint32_t rkey) {
+    ibv_send_wr w{};
+    w.wr_id = wr_id;
+    w.opcode = opcode;
+    w.send_flags = IBV_SEND_SIGNALED;
+    w.sg_list = s;
+    w.num_sge = 1;
+    w.wr.rdma.remote_addr = reinterpret_cast<uint64_t>(b_buf_.data());
+    w.wr.rdma.rkey = rkey;
+    return w;
+  }
+
+  ibv_comp_channel* channel_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+  std::vector<uint8_t> a_buf_, b_buf_;
+  ibv_mr* a_mr_ = nullptr;
+  ibv_mr* b_mr_ = nullptr;
+  ibv_qp* a_ = nullptr;
+  ibv_qp* b_ = nullptr;
 };
 
 }  // namespace vrnic::abi::test
