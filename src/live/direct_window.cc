@@ -29,6 +29,7 @@ constexpr uint32_t kQpResponds = 1, kQpIpv6 = 2, kQpValid = 4;
 constexpr uint64_t kRetryNoPeerNs = 100'000'000;  // look for a missing table again after 100 ms
 constexpr uint64_t kRetractWaitNs = 1'000'000'000;
 constexpr size_t kMaxQueued = 64;   // copies per flush
+constexpr uint64_t kAliveCheckNs = 1'000'000;  // how often a peer's pidfd is asked
 constexpr size_t kMaxSegs = 1024;   // IOV_MAX: local iovecs per system call
 
 uint64_t now_ns() {
@@ -256,6 +257,7 @@ DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 
     }
     p->map = m;
     p->pidfd = pidfd;
+    p->alive_ns = 0;
     p->broken = false;
   }
   return p->broken ? nullptr : p;
@@ -378,13 +380,17 @@ size_t DirectWindow::copy_group(size_t first, size_t end) {
   Peer& peer = peers_[queue_[first].peer];
   const pid_t pid = static_cast<pid_t>(peer.map.header()->pid);
   const bool read = queue_[first].read;
-  if (peer.pidfd >= 0) {
+  // The owner must still be the process at that pid. Asked at most once per kAliveCheckNs:
+  // for the pid to be reused within that time, the pid space would have to wrap in it.
+  const uint64_t now = now_ns();
+  if (peer.pidfd >= 0 && now - peer.alive_ns >= kAliveCheckNs) {
     pollfd pf{peer.pidfd, POLLIN, 0};
     if (poll(&pf, 1, 0) != 0) {  // the owner exited (or the check failed): no copy
       peer.broken = true;
-      peer.retry_ns = now_ns() + kRetryNoPeerNs;
+      peer.retry_ns = now + kRetryNoPeerNs;
       return 0;
     }
+    peer.alive_ns = now;
   }
   ++copy_calls_;
   ssize_t r = read ? process_vm_readv(pid, local.data(), local.size(), remote.data(),

@@ -86,6 +86,7 @@ class DirectWindow final : public engine::DirectLink {
     std::array<uint8_t, 16> ip{};
     Map map;             // base null: no table at that address (retried after a while)
     int pidfd = -1;      // the owner's process: tells a dead owner from a reused pid
+    uint64_t alive_ns = 0;  // when the pidfd last said the owner lives
     uint64_t retry_ns = 0;
     bool broken = false;  // the copy system calls are refused for this peer
   };
