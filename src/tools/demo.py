@@ -62,6 +62,13 @@ def cases(more=False):
         c.append((" ".join([tool, *opts]), kind,
                   lambda p, t=tool, o=opts: [t, *o, "-p", str(p)],
                   lambda p, t=tool, o=opts: [t, *o, "-p", str(p), "127.0.0.1"]))
+    # The same programs in same-host direct mode (`vrnic run --direct` on both sides: RDMA
+    # WRITE / READ copied between the two processes instead of sent as packets).
+    for tool in ["ib_write_bw", "ib_read_bw", "ib_write_lat"]:
+        kind = "bw" if tool.endswith("_bw") else "lat"
+        c.append((tool + " --direct", kind,
+                  lambda p, t=tool: ["--direct", t, "-p", str(p)],
+                  lambda p, t=tool: ["--direct", t, "-p", str(p), "127.0.0.1"]))
     return c
 
 
@@ -95,7 +102,9 @@ def run_case(vrnic, name, kind, server, client, timeout, logdir, verbose):
 
     def start(tag, argv):
         log = open(os.path.join(logdir, f"{safe}.{tag}.log"), "w")
-        p = subprocess.Popen([vrnic, "run", "--", *argv], stdout=log, stderr=subprocess.STDOUT)
+        flags = [argv.pop(0)] if argv[0] == "--direct" else []  # a `vrnic run` option
+        p = subprocess.Popen([vrnic, "run", *flags, "--", *argv], stdout=log,
+                             stderr=subprocess.STDOUT)
         procs.append((tag, p, log))
 
     t0 = time.time()
