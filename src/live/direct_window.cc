@@ -213,21 +213,14 @@ DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 
     peers_.back().ip = ip;
   }
   Peer* p = &peers_[index];
+  // The owner closed its device, or died without closing it (broken, retry due): a device
+  // started again at the address has a new file. Look again, as for a missing table; copies
+  // queued to the old one hold pins in its mapping, so unmap only once they are done.
   if (p->map.base != nullptr &&
-      p->map.header()->alive.load(std::memory_order_acquire) == 0) {
-    // The owner closed its device; a new one at the address has a new file. Copies queued
-    // to the old one hold pins in its mapping: unmap only once they are done.
+      (p->map.header()->alive.load(std::memory_order_acquire) == 0 ||
+       (p->broken && now_ns() >= p->retry_ns))) {
     if (!queue_.empty()) return nullptr;
     unmap(*p);
-    p->broken = false;
-    p->retry_ns = 0;
-  }
-  if (p->broken && p->map.base != nullptr && queue_.empty() && now_ns() >= p->retry_ns) {
-    // Its owner died (ESRCH) without closing the table: a device started again at the
-    // address has a new file by now. Look again, as for a missing table.
-    unmap(*p);
-    p->broken = false;
-    p->retry_ns = 0;
   }
   if (p->map.base == nullptr) {
     const uint64_t now = now_ns();
@@ -258,7 +251,6 @@ DirectWindow::Peer* DirectWindow::peer_for(bool ipv6, const std::array<uint8_t, 
     p->map = m;
     p->pidfd = pidfd;
     p->alive_ns = 0;
-    p->broken = false;
   }
   return p->broken ? nullptr : p;
 }
@@ -268,6 +260,16 @@ void DirectWindow::unmap(Peer& p) {
   if (p.pidfd >= 0) close(p.pidfd);
   p.map = Map{};
   p.pidfd = -1;
+  p.broken = false;
+  p.retry_ns = 0;
+}
+
+bool DirectWindow::owner_gone(const Peer& p) {
+  if (p.pidfd >= 0) {
+    pollfd pf{p.pidfd, POLLIN, 0};
+    return poll(&pf, 1, 0) != 0;  // readable once the process exited (or the check failed)
+  }
+  return kill(static_cast<pid_t>(p.map.header()->pid), 0) != 0 && errno == ESRCH;
 }
 
 bool DirectWindow::full() const {
@@ -286,7 +288,7 @@ bool DirectWindow::submit(const engine::DirectOp& op) {
     const uint64_t now = now_ns();
     if (now >= peer->retry_ns) {
       peer->retry_ns = now + kRetryNoPeerNs;
-      if (kill(static_cast<pid_t>(peer->map.header()->pid), 0) != 0 && errno == ESRCH) {
+      if (owner_gone(*peer)) {
         peer->broken = true;
         peer->retry_ns = 0;
       }
@@ -384,8 +386,7 @@ size_t DirectWindow::copy_group(size_t first, size_t end) {
   // for the pid to be reused within that time, the pid space would have to wrap in it.
   const uint64_t now = now_ns();
   if (peer.pidfd >= 0 && now - peer.alive_ns >= kAliveCheckNs) {
-    pollfd pf{peer.pidfd, POLLIN, 0};
-    if (poll(&pf, 1, 0) != 0) {  // the owner exited (or the check failed): no copy
+    if (owner_gone(peer)) {  // no copy
       peer.broken = true;
       peer.retry_ns = now + kRetryNoPeerNs;
       return 0;

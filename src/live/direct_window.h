@@ -104,7 +104,8 @@ class DirectWindow final : public engine::DirectLink {
     uint64_t off, len;
   };
   Peer* peer_for(bool ipv6, const std::array<uint8_t, 16>& ip, size_t& index);
-  static void unmap(Peer& p);
+  static void unmap(Peer& p);  // drops the mapping and the pidfd; the peer is looked up anew
+  static bool owner_gone(const Peer& p);  // the table's owner process has exited
   // Copies queue_[first, end) (one peer, one direction) in one system call; returns how
   // many of them completed.
   size_t copy_group(size_t first, size_t end);
