@@ -3,18 +3,14 @@
 
 #include <cstring>
 
+#include "wire/bytes.h"
+
 namespace vrnic::wire {
 namespace {
 
 constexpr size_t kEthSize = 14, kVlanTagSize = 4, kIpv4Size = 20, kIpv6Size = 40, kUdpSize = 8;
 constexpr uint16_t kEtherIpv4 = 0x0800, kEtherIpv6 = 0x86dd, kEtherVlan = 0x8100;
 constexpr uint8_t kProtoUdp = 17, kTtl = 64;
-
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
 
 // RFC 1071 one's-complement sum, not yet folded or inverted.
 uint32_t sum16(const uint8_t* p, size_t n, uint32_t acc = 0) {

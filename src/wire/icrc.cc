@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "wire/bytes.h"
 #include "wire/headers.h"
 
 namespace vrnic::wire {
@@ -21,12 +22,6 @@ constexpr size_t kBthMaskedByte = 4;
 // Where the IPv4 ID (then flags+fragment offset) sit in the CRC input: after the 8 bytes
 // of 1s and 4 bytes of IPv4 header.
 constexpr size_t kIpIdOffset = kLeadOnes + 4;
-
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
 // CRC-32 of `prefix` (the 1s and the masked IP/UDP headers, in a buffer with room for a BTH
 // after them) followed by the transport packet with BTH byte 4 set to 1s. The BTH is

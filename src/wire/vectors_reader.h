@@ -93,18 +93,27 @@ struct Vector {
   Bytes frame;
 };
 
+// The frames of BASE.pcap paired with the objects of BASE.json; empty if they disagree.
+inline std::vector<Vector> load_vectors(const std::string& base) {
+  std::vector<Vector> v;
+  const std::string dir = VRNIC_VECTORS_DIR;
+  std::vector<Object> objs;
+  if (!parse_vectors_json(read_file(dir + "/" + base + ".json"), objs)) return v;
+  const std::vector<Bytes> frames = read_pcap(read_file(dir + "/" + base + ".pcap"));
+  if (frames.size() != objs.size()) return v;
+  for (size_t i = 0; i < objs.size(); ++i) v.push_back({objs[i], frames[i]});
+  return v;
+}
+
+// rocev2.pcap / rocev2.json: the transport vectors.
 inline const std::vector<Vector>& vectors() {
-  static const std::vector<Vector> all = [] {
-    std::vector<Vector> v;
-    const std::string dir = VRNIC_VECTORS_DIR;
-    std::vector<Object> objs;
-    const std::string json = read_file(dir + "/rocev2.json");
-    if (!parse_vectors_json(json, objs)) return v;
-    const std::vector<Bytes> frames = read_pcap(read_file(dir + "/rocev2.pcap"));
-    if (frames.size() != objs.size()) return v;
-    for (size_t i = 0; i < objs.size(); ++i) v.push_back({objs[i], frames[i]});
-    return v;
-  }();
+  static const std::vector<Vector> all = load_vectors("rocev2");
+  return all;
+}
+
+// rocev2_cm.pcap / rocev2_cm.json: CM MADs to QP1.
+inline const std::vector<Vector>& cm_vectors() {
+  static const std::vector<Vector> all = load_vectors("rocev2_cm");
   return all;
 }
 
