@@ -606,7 +606,7 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   }
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (info.transport == wire::Transport::kCnp) {
-    ++ctr.rx_cnp;  // congestion control reacts here in a later issue
+    ++ctr.rx_cnp;  // counted; the send rate does not react to it
     return;
   }
   if (info.transport == wire::Transport::kUd && p.bth.dest_qp == kMulticastQpn) {
