@@ -146,7 +146,7 @@ TEST(ToIbvWc, recv_with_imm__all_fields) {
   EXPECT_EQ(w.pkey_index, 0);
 }
 
-TEST(ToEngineAccess, optional_bits__dropped_mandatory_unknown__einval) {
+TEST(ToEngineAccess, unknown_bits__optional_dropped_mandatory_einval) {
   uint32_t out = 0;
   ASSERT_EQ(to_engine_access(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
                                  IBV_ACCESS_RELAXED_ORDERING | (1u << 21),

@@ -142,7 +142,7 @@ void on_read_response(Core& c, Qp& qp, const wire::Packet& p) {
   bool piece_end = last || static_cast<uint32_t>(k) + 1 == w.read_req_end;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (p.payload.size() != expect || info.last() != piece_end) {
-    ++c.ctr.rx_malformed;  // C9-?? a response of the wrong length is not placed
+    ++c.ctr.rx_malformed;  // a response of the wrong length is not placed (C9-92 at the requester)
     return;
   }
   if (!c.scatter(qp.pd, w.sges, off, p.payload.data(), expect)) {
@@ -298,7 +298,7 @@ void completer_on_timer(Core& c, Qp& qp) {
     if (r.una == r.next_psn && r.cursor == 0) return;  // nothing outstanding
     ++c.ctr.ack_timeouts;
     if (r.retry_left == 0) {
-      // C9-?? transport retry counter exceeded: error CQE, QP to ERR, flush.
+      // Transport retry counter exceeded (a requester error, IBA 9.9.2): error CQE, QP to ERR.
       fail_front(c, qp, WcStatus::kRetryExcErr, kVendorRetryTimeout);
       c.async_event(AsyncEventType::kQpFatal, qp.user_context);
       return;

@@ -8,7 +8,7 @@
 namespace vrnic::engine {
 namespace {
 
-TEST(SmallVec, StaysInlineUpToNAndKeepsValuesAcrossTheSwitch) {
+TEST(SmallVec, push_back__stays_inline_up_to_n_and_keeps_values_across_the_switch) {
   SmallVec<uint32_t, 4> v;
   EXPECT_TRUE(v.empty());
   for (uint32_t i = 0; i < 4; ++i) v.push_back(i * 10);
@@ -24,7 +24,7 @@ TEST(SmallVec, StaysInlineUpToNAndKeepsValuesAcrossTheSwitch) {
   EXPECT_EQ(v[3], 0u);  // new elements are value-initialised
 }
 
-TEST(SmallVec, AssignAndCopyAreIndependent) {
+TEST(SmallVec, assign__and_copies_are_independent) {
   const uint32_t src[6] = {1, 2, 3, 4, 5, 6};
   SmallVec<uint32_t, 4> a;
   a.assign(src, src + 6);
@@ -41,7 +41,7 @@ TEST(SmallVec, AssignAndCopyAreIndependent) {
   EXPECT_EQ(sum, 3u);
 }
 
-TEST(Ring, FifoOrderAcrossWrapAndGrowth) {
+TEST(Ring, push_back__fifo_order_across_wrap_and_growth) {
   Ring<SmallVec<uint32_t, 2>> r;
   uint32_t next_in = 0, next_out = 0;
   auto push = [&] {

@@ -156,7 +156,7 @@ void Core::enter_error(Qp& qp) {
   qp.resp.ack_pending = false;
   qp.resp.op = ResponderState::Op::kNone;
   flush_queues(qp);
-  // A QP on an SRQ takes no more of its WQEs from now on (IBA 11.6.3 / 10.3.1.?).
+  // A QP on an SRQ takes no more of its WQEs from now on (IBA 11.6.3).
   if (qp.srq != nullptr) async_event(AsyncEventType::kQpLastWqeReached, qp.user_context);
 }
 

@@ -62,7 +62,7 @@ class Core {
   void complete(Cq* cq, WorkCompletion wc, bool solicited = false);
   void async_event(AsyncEventType type, void* ctx);
   // Moves the QP to ERR: every outstanding send and receive WQE completes with
-  // WR_FLUSH_ERR (C10-?? flushed WQEs always complete, signaled or not), timers stop.
+  // WR_FLUSH_ERR (an error always completes, signaled or not: IBA 10.7.3.1), timers stop.
   void enter_error(Qp& qp);
   // Flushes whatever queues a QP in ERR still holds (WRs posted after the transition).
   void flush_queues(Qp& qp);

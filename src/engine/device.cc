@@ -124,7 +124,7 @@ Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t 
   if (!implicit && (length == 0 || addr == nullptr)) return EINVAL;
   if (length > impl_->core.config.limits.max_mr_size) return EINVAL;
   if (iova + length < iova) return EINVAL;
-  // C10-?? remote write or atomic access requires local write access (11.2.8.1).
+  // Remote write or atomic access requires local write access (IBA 11.2.8.1).
   if ((access & (kRemoteWrite | kRemoteAtomic)) && !(access & kLocalWrite)) return EINVAL;
   Mr* mr = impl_->core.mem.add(pd, addr, length, iova, access, impl_->core.config.limits.max_mr);
   if (mr == nullptr) return ENOMEM;
@@ -565,7 +565,7 @@ Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
       break;
     }
   }
-  if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);  // C10-?? flushed at once
+  if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);  // flushed at once (IBA 11.4.1.1)
   else d.core.mark_tx_ready(*qp);
   d.finish();
   return e;
@@ -606,7 +606,7 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   }
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (info.transport == wire::Transport::kCnp) {
-    ++ctr.rx_cnp;  // congestion control reacts here in a later issue
+    ++ctr.rx_cnp;  // counted; the send rate does not react to it
     return;
   }
   if (info.transport == wire::Transport::kUd && p.bth.dest_qp == kMulticastQpn) {
@@ -623,7 +623,7 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
                                : qp->type == QpType::kUc ? wire::Transport::kUc
                                                          : wire::Transport::kRc;
   if (info.transport != want) {
-    ++ctr.rx_malformed;  // an opcode of another transport than the QP's (9.6.1.? check)
+    ++ctr.rx_malformed;  // an opcode of another transport than the QP's (IBA 9.6.1)
     return;
   }
   if (qp->type == QpType::kUd) {

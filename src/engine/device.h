@@ -80,8 +80,8 @@ class Device {
   Errno query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const;
   Errno destroy_qp(Qp* qp);
 
-  // --- issue 5 surface (declared here as the contract; each returns 0 or the errno the
-  // verbs call reports) ----------------------------------------------------------------------
+  // --- address handles, SRQs, memory windows, CQ resize, MR re-registration (each returns
+  // 0 or the errno the verbs call reports) ---------------------------------------------------
   // Address handles (UD). EINVAL for a PD not of this device or an AV of the wrong family.
   Ah* create_ah(Pd* pd, const AddressVector& av, Errno& err);
   Errno destroy_ah(Ah* ah);

@@ -214,7 +214,7 @@ TEST_F(Dev, req_notify_cq__fires_once_per_arm) {
   EXPECT_EQ(n.sink.cq_events.size(), 1u);  // two CQEs, one event
 }
 
-TEST(Timers, ack_timeout_and_rnr_encodings) {
+TEST(Timers, ack_timeout_ns__and_rnr_timer_ns_encodings) {
   EXPECT_EQ(ack_timeout_ns(0), 0u);  // infinite
   EXPECT_EQ(ack_timeout_ns(1), 8192u);
   EXPECT_EQ(ack_timeout_ns(14), 67108864u);  // 4.096 us * 2^14 = 67.1 ms

@@ -83,7 +83,7 @@ struct DirectPair {
   }
 };
 
-TEST(DirectReadLimit, HeldReadsBeyondTheLimitStillComplete) {
+TEST(DirectReadLimit, post_send__held_reads_beyond_the_limit_still_complete) {
   DirectPair p;
   FakeLink& link = p.link;
   Node& a = p.a;
@@ -120,7 +120,7 @@ TEST(DirectReadLimit, HeldReadsBeyondTheLimitStillComplete) {
 // A WQE that must go on the wire behind held copies (a SEND after an unsignaled WRITE)
 // performs them at once, in order, without waiting for a poll: the program may be polling
 // for that SEND's completion only.
-TEST(DirectHold, WireWorkBehindHeldCopiesPerformsThemFirst) {
+TEST(DirectHold, post_send__wire_work_behind_held_copies_performs_them_first) {
   DirectPair p;
   Buffer& target = p.b.reg(256);
   Buffer& src = p.a.reg(256);
@@ -161,7 +161,7 @@ TEST(DirectHold, WireWorkBehindHeldCopiesPerformsThemFirst) {
 // An unsignaled copy held for a burst is not performed by a poll at once (the batching),
 // but a poll performs it once it has waited kDirectHoldMaxNs: a program polling for
 // something else (a reply that needs this data at the peer) is never stuck behind it.
-TEST(DirectHold, UnsignaledHeldCopyIsPerformedWithinTheBound) {
+TEST(DirectHold, poll_cq__unsignaled_held_copy_is_performed_within_the_bound) {
   DirectPair p;
   Buffer& target = p.b.reg(64);
   Buffer& src = p.a.reg(64);

@@ -134,7 +134,7 @@ uint8_t* MemoryTable::check(uint32_t key, const Pd* pd, uint64_t va, uint64_t le
   };
   Mr* mr = find(key);
   if (mr == nullptr) return fail(AccessError::kBadKey);
-  if (mr->pd != pd) return fail(AccessError::kWrongPd);  // C10-? keys are valid in their PD only
+  if (mr->pd != pd) return fail(AccessError::kWrongPd);  // a key is valid in its PD (IBA 10.6.3)
   if ((mr->access & required) != required) return fail(AccessError::kNoPermission);
   if (len != 0) {
     uint64_t end = va + len;
@@ -173,7 +173,7 @@ uint8_t* MemoryTable::check_remote(uint32_t rkey, const Pd* pd, uint32_t qpn, ui
   return check(rkey, pd, va, len, required, err);
 }
 
-// A window access (IBA 10.6.7.2 / o10-37.2.?): the window must be bound, of this PD (and for
+// A window access (IBA 10.6.7.2): the window must be bound, of this PD (and for
 // type 2 bound through this QP), allow the access, and cover the range; the bytes are then
 // those of the MR under it.
 uint8_t* MemoryTable::check_window(const Mw& mw, uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va,

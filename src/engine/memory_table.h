@@ -38,7 +38,7 @@ class Mw {
   Mr* mr = nullptr;  // while bound
   uint64_t addr = 0, length = 0;  // in the MR's iova space
   uint32_t access = 0;            // remote read / write / atomic, kZeroBased
-  uint32_t qpn = 0;               // type 2: the QP it was bound through (type 2B, 10.6.7.2.?)
+  uint32_t qpn = 0;               // type 2: the QP it was bound through (type 2B, IBA 10.6.7.2)
 };
 
 // Why an access was refused (the caller maps it to a NAK or a completion status).

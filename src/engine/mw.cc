@@ -18,7 +18,7 @@ void unbind(Mw& mw) {
 
 // Invalidation rules shared by LOCAL_INV and SEND with Invalidate: a bound type 2 window of
 // the QP's PD, bound through this QP (type 2B). Type 1 windows cannot be invalidated this way
-// (o10-37.2.?), and MRs here are never invalidatable (no fast-register MRs).
+// (o10-37.2.26), and MRs here are never invalidatable (no fast-register MRs).
 Mw* invalidatable(Core& c, const Qp& qp, uint32_t rkey) {
   Mw* mw = c.mem.find_mw(rkey);
   if (mw == nullptr || mw->type != 2 || !mw->bound) return nullptr;
@@ -30,7 +30,7 @@ Mw* invalidatable(Core& c, const Qp& qp, uint32_t rkey) {
 
 WcStatus mw_bind(Core& c, Qp& qp, const MwBindInfo& b) {
   Mw* mw = b.mw;
-  if (!c.mem.has_mw(mw) || mw->pd != qp.pd) return WcStatus::kMwBindErr;
+  if (!c.mem.has_mw(mw) || mw->pd != qp.pd) return WcStatus::kMwBindErr;  // C10-72
   // Only the 8-bit key part of the rkey is the consumer's (10.6.7.3).
   if ((b.new_rkey >> kIndexShift) != (mw->rkey >> kIndexShift)) return WcStatus::kMwBindErr;
   if (mw->type == 1 && b.mr == nullptr && b.length == 0) {  // unbind a type 1 window
@@ -38,18 +38,18 @@ WcStatus mw_bind(Core& c, Qp& qp, const MwBindInfo& b) {
     mw->rkey = b.new_rkey;
     return WcStatus::kSuccess;
   }
-  // A type 2 window is bound from the free state only: invalidate it first (10.6.7.2.?).
+  // A type 2 window is bound from the free state only: invalidate it first (o10-37.2.30).
   if (mw->type == 2 && mw->bound) return WcStatus::kMwBindErr;
-  if (mw->type == 1 && (b.access & kZeroBased)) return WcStatus::kMwBindErr;
+  if (mw->type == 1 && (b.access & kZeroBased)) return WcStatus::kMwBindErr;  // o10-36.2.2
   Mr* mr = b.mr;
   if (!c.mem.has_mr(mr) || mr->pd != qp.pd) return WcStatus::kMwBindErr;
-  if (!(mr->access & kMwBind)) return WcStatus::kMwBindErr;
+  if (!(mr->access & kMwBind)) return WcStatus::kMwBindErr;  // C10-73
   const uint32_t allowed = kRemoteRead | kRemoteWrite | kRemoteAtomic | kZeroBased | kLocalWrite;
   if (b.access & ~allowed) return WcStatus::kMwBindErr;
-  // Remote write or atomic through the window needs local write on the MR (10.6.7.2.?).
+  // Remote write or atomic through the window needs local write on the MR (C10-74).
   if ((b.access & (kRemoteWrite | kRemoteAtomic)) && !(mr->access & kLocalWrite))
     return WcStatus::kMwBindErr;
-  uint64_t end = b.addr + b.length;
+  uint64_t end = b.addr + b.length;  // C10-75: the window lies within the MR
   if (end < b.addr || b.addr < mr->iova || end > mr->iova + mr->length) return WcStatus::kMwBindErr;
   unbind(*mw);
   mw->mr = mr;

@@ -15,7 +15,7 @@ class Qp;
 WcStatus mw_bind(Core& c, Qp& qp, const MwBindInfo& b);
 // IBV_WR_LOCAL_INV: invalidates a bound type 2 window of this QP. kLocQpOpErr otherwise.
 WcStatus mw_local_invalidate(Core& c, Qp& qp, uint32_t rkey);
-// SEND with Invalidate (IBA 9.4.?, o10-37.2.?): the same rules for the rkey in the IETH;
+// SEND with Invalidate: the same rules (o10-37.2.26: never a type 1 window) for the IETH rkey;
 // false when it names no window this QP may invalidate.
 bool mw_remote_invalidate(Core& c, Qp& qp, uint32_t rkey);
 

@@ -73,7 +73,7 @@ struct MwFixture : ::testing::Test {
 
 uint32_t next_key(uint32_t rkey) { return (rkey & ~0xffu) | ((rkey + 1) & 0xff); }
 
-TEST_F(MwFixture, type2_bind_gives_access_to_the_window_only) {
+TEST_F(MwFixture, bind__type2_gives_access_to_the_window_only) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
   ASSERT_NE(mw, nullptr);
@@ -94,7 +94,7 @@ TEST_F(MwFixture, type2_bind_gives_access_to_the_window_only) {
             WcStatus::kRemAccessErr);
 }
 
-TEST_F(MwFixture, type2_window_answers_only_on_its_qp) {
+TEST_F(MwFixture, check_remote__type2_window_answers_only_on_its_qp) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
   uint32_t rkey = next_key(rkey0);
@@ -107,7 +107,7 @@ TEST_F(MwFixture, type2_window_answers_only_on_its_qp) {
   EXPECT_EQ(rdma(WrOpcode::kRdmaWrite, target.addr(), rkey, 64, 0, qa), WcStatus::kSuccess);
 }
 
-TEST_F(MwFixture, window_rights_are_checked) {
+TEST_F(MwFixture, check_remote__window_rights_are_checked) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
   uint32_t rkey = next_key(rkey0);
@@ -118,7 +118,7 @@ TEST_F(MwFixture, window_rights_are_checked) {
   EXPECT_EQ(target.data()[0], 0);
 }
 
-TEST_F(MwFixture, zero_based_type2_window) {
+TEST_F(MwFixture, bind__zero_based_type2_window) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
   uint32_t rkey = next_key(rkey0);
@@ -129,7 +129,7 @@ TEST_F(MwFixture, zero_based_type2_window) {
   EXPECT_EQ(std::memcmp(target.data() + 4096 + 100, src.data(), 64), 0);
 }
 
-TEST_F(MwFixture, local_invalidate_then_rebind) {
+TEST_F(MwFixture, local_invalidate__then_rebind) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
   uint32_t rkey = next_key(rkey0);
@@ -159,7 +159,7 @@ TEST_F(MwFixture, local_invalidate_then_rebind) {
   EXPECT_EQ(local_inv(target.mr.rkey).status, WcStatus::kLocQpOpErr);
 }
 
-TEST_F(MwFixture, send_with_invalidate_invalidates_the_window) {
+TEST_F(MwFixture, send_with_invalidate__invalidates_the_window) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
   uint32_t rkey = next_key(rkey0);
@@ -182,7 +182,7 @@ TEST_F(MwFixture, send_with_invalidate_invalidates_the_window) {
   EXPECT_EQ(rdma(WrOpcode::kRdmaWrite, target.addr(), rkey, 8), WcStatus::kRemAccessErr);
 }
 
-TEST_F(MwFixture, send_with_invalidate_of_an_mr_key_fails_the_receive) {
+TEST_F(MwFixture, send_with_invalidate__of_an_mr_key_fails_the_receive) {
   Buffer& rbuf = b.reg(256);
   ASSERT_EQ(post_recv(b, qb, 9, {{rbuf.addr(), 256, rbuf.mr.lkey}}), 0);
   Sge sg{src.addr(), 32, src.mr.lkey};
@@ -199,7 +199,7 @@ TEST_F(MwFixture, send_with_invalidate_of_an_mr_key_fails_the_receive) {
   EXPECT_EQ(qattr.qp_state, QpState::kErr);
 }
 
-TEST_F(MwFixture, type1_bind_unbind_and_rekey) {
+TEST_F(MwFixture, bind_mw__type1_bind_unbind_and_rekey) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(1, rkey0);
   ASSERT_NE(mw, nullptr);
@@ -238,7 +238,7 @@ TEST_F(MwFixture, type1_bind_unbind_and_rekey) {
   EXPECT_EQ(b.dev->dereg_mr(target.mr.mr), 0);
 }
 
-TEST_F(MwFixture, bind_errors_complete_with_mw_bind_err) {
+TEST_F(MwFixture, bind__errors_complete_with_mw_bind_err) {
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
   Buffer& no_bind = b.reg(4096, kAll);
@@ -278,7 +278,7 @@ TEST_F(MwFixture, bind_errors_complete_with_mw_bind_err) {
   EXPECT_EQ(wcs[0].status, WcStatus::kMwBindErr);
 }
 
-TEST_F(MwFixture, bind_completes_after_the_wqes_before_it) {
+TEST_F(MwFixture, bind__completes_after_the_wqes_before_it) {
   // b sends to a (which has no receive yet: RNR), then binds: the bind's CQE comes second.
   uint32_t rkey0 = 0;
   Mw* mw = alloc(2, rkey0);
@@ -307,7 +307,7 @@ TEST_F(MwFixture, bind_completes_after_the_wqes_before_it) {
   EXPECT_EQ(wcs[1].status, WcStatus::kSuccess);
 }
 
-TEST_F(MwFixture, alloc_and_dealloc_errors) {
+TEST_F(MwFixture, alloc_mw__and_dealloc_mw_errors) {
   uint32_t rkey = 0;
   Errno err = 0;
   EXPECT_EQ(b.dev->alloc_mw(b.pd, 3, rkey, err), nullptr);
@@ -329,7 +329,7 @@ TEST_F(MwFixture, alloc_and_dealloc_errors) {
 namespace vrnic::engine::testing {
 namespace {
 
-TEST_F(MwFixture, window_or_region_gone_before_the_bind_runs) {
+TEST_F(MwFixture, bind__window_or_region_gone_before_it_runs) {
   // A fenced bind waits behind an outstanding READ; the window is deallocated (round 0) or
   // the MR deregistered (round 1) before it runs: it fails cleanly with MW_BIND_ERR.
   for (int round = 0; round < 2; ++round) {

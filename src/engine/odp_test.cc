@@ -34,7 +34,7 @@ struct Region {
   }
 };
 
-TEST(OdpPages, present_reports_mapping_and_write_permission) {
+TEST(OdpPages, odp_pages_present__reports_mapping_and_write_permission) {
   Region r;
   EXPECT_TRUE(odp_pages_present(r.base, r.ps, false));
   EXPECT_TRUE(odp_pages_present(r.base, r.ps, true));
@@ -46,7 +46,7 @@ TEST(OdpPages, present_reports_mapping_and_write_permission) {
   EXPECT_TRUE(odp_pages_present(r.base, 0, true));
 }
 
-TEST(OdpPages, pipe_fallback_gives_the_same_answers) {
+TEST(OdpPages, odp_pages_present__pipe_fallback_gives_the_same_answers) {
   Region r;
   r.base[5] = 0x42;
   EXPECT_TRUE(odp_pages_present_by_pipe(r.base, r.ps, false));
@@ -85,7 +85,7 @@ struct Odp : ::testing::Test {
   }
 };
 
-TEST_F(Odp, remote_write_and_read_on_mapped_pages) {
+TEST_F(Odp, write__and_read_on_mapped_pages_succeed) {
   Buffer& src = a.reg(256);
   fill_random(src.data(), 256, 3);
   EXPECT_EQ(rdma(WrOpcode::kRdmaWrite, src, 256, r.addr(0, 100), odp.rkey).status,
@@ -98,14 +98,14 @@ TEST_F(Odp, remote_write_and_read_on_mapped_pages) {
   EXPECT_EQ(dst.data()[63], 0x5a);
 }
 
-TEST_F(Odp, remote_write_to_unmapped_page_is_remote_access_error) {
+TEST_F(Odp, write__to_unmapped_page_is_remote_access_error) {
   Buffer& src = a.reg(64);
   WorkCompletion wc = rdma(WrOpcode::kRdmaWrite, src, 64, r.addr(1, 0), odp.rkey);
   EXPECT_EQ(wc.status, WcStatus::kRemAccessErr);
   EXPECT_EQ(b.ctr().tx_nak_rem_access, 1u);
 }
 
-TEST_F(Odp, remote_write_spanning_into_unmapped_page_writes_nothing) {
+TEST_F(Odp, write__spanning_into_unmapped_page_writes_nothing) {
   Buffer& src = a.reg(128);
   fill_random(src.data(), 128, 4);
   WorkCompletion wc = rdma(WrOpcode::kRdmaWrite, src, 128, r.addr(0, r.ps - 64), odp.rkey);
@@ -113,26 +113,26 @@ TEST_F(Odp, remote_write_spanning_into_unmapped_page_writes_nothing) {
   EXPECT_EQ(r.base[r.ps - 64], 0x5a);  // checked before the first byte
 }
 
-TEST_F(Odp, remote_write_to_read_only_page_is_remote_access_error) {
+TEST_F(Odp, write__to_read_only_page_is_remote_access_error) {
   Buffer& src = a.reg(64);
   WorkCompletion wc = rdma(WrOpcode::kRdmaWrite, src, 64, r.addr(2, 0), odp.rkey);
   EXPECT_EQ(wc.status, WcStatus::kRemAccessErr);
   EXPECT_EQ(r.base[2 * r.ps], 0x5a);
 }
 
-TEST_F(Odp, remote_read_on_unmapped_page_is_remote_access_error) {
+TEST_F(Odp, read__on_unmapped_page_is_remote_access_error) {
   Buffer& dst = a.reg(64);
   EXPECT_EQ(rdma(WrOpcode::kRdmaRead, dst, 64, r.addr(1, 0), odp.rkey).status,
             WcStatus::kRemAccessErr);
 }
 
-TEST_F(Odp, atomic_on_unmapped_page_is_remote_access_error) {
+TEST_F(Odp, atomic__on_unmapped_page_is_remote_access_error) {
   Buffer& dst = a.reg(8);
   EXPECT_EQ(rdma(WrOpcode::kAtomicFetchAdd, dst, 8, r.addr(1, 0), odp.rkey).status,
             WcStatus::kRemAccessErr);
 }
 
-TEST_F(Odp, local_sge_on_unmapped_page_is_local_protection_error) {
+TEST_F(Odp, post_send__local_sge_on_unmapped_page_is_local_protection_error) {
   // a sends from its own ODP region with a hole.
   Region local;
   MrInfo mr;
@@ -154,7 +154,7 @@ TEST_F(Odp, local_sge_on_unmapped_page_is_local_protection_error) {
   EXPECT_EQ(wcs[0].status, WcStatus::kLocProtErr);
 }
 
-TEST_F(Odp, implicit_region_covers_the_address_space) {
+TEST_F(Odp, reg_mr__implicit_region_covers_the_address_space) {
   MrInfo imp;
   ASSERT_EQ(b.dev->reg_mr(b.pd, nullptr, SIZE_MAX, 0, kAll | kOnDemand, imp), 0);
   std::vector<uint8_t> target(1000, 0);
@@ -169,7 +169,7 @@ TEST_F(Odp, implicit_region_covers_the_address_space) {
   EXPECT_EQ(rdma(WrOpcode::kRdmaRead, dst, 8, 0, imp.rkey).status, WcStatus::kRemAccessErr);
 }
 
-TEST_F(Odp, registration_errors) {
+TEST_F(Odp, reg_mr__bad_on_demand_arguments_are_einval) {
   MrInfo m;
   // (NULL, SIZE_MAX) is implicit ODP only.
   EXPECT_EQ(b.dev->reg_mr(b.pd, nullptr, SIZE_MAX, 0, kAll, m), EINVAL);
@@ -177,7 +177,7 @@ TEST_F(Odp, registration_errors) {
   EXPECT_EQ(b.dev->reg_mr(b.pd, nullptr, SIZE_MAX, 4096, kAll | kOnDemand, m), EINVAL);
 }
 
-TEST_F(Odp, advise_mr) {
+TEST_F(Odp, advise_mr__prefetch_flags_and_errors) {
   Sge ok{r.addr(0), uint32_t(r.ps), odp.lkey};
   EXPECT_EQ(b.dev->advise_mr(b.pd, kPrefetch, 1, &ok, 1), 0);
   EXPECT_EQ(b.dev->advise_mr(b.pd, kPrefetchWrite, 0, &ok, 1), 0);

@@ -98,7 +98,7 @@ struct RequesterState {
 struct ResponderState {
   uint32_t epsn = 0;  // expected PSN
   uint32_t msn = 0;   // message sequence number (24-bit)
-  bool nak_sent = false;  // one NAK per sequence error until a good packet (C9-??, 9.7.5.2.2)
+  bool nak_sent = false;  // one NAK per sequence error until a good packet (IBA 9.7.5.2.2)
   bool ack_pending = false;
 
   // The message in progress (multi-packet SEND or WRITE).

@@ -25,7 +25,7 @@ inline constexpr uint32_t kReadChunkPackets = kSendWindow;
 // poll_cq performs it anyway (the peer may be waiting for its data).
 inline constexpr uint64_t kDirectHoldMaxNs = 20000;
 
-// Checks one WR against the QP (C10-?? / 11.4.1.1) and queues it. Returns 0 or an errno.
+// Checks one WR against the QP (IBA 11.4.1.1) and queues it. Returns 0 or an errno.
 // type1_bind: the WR comes from the Bind MW verb (Device::bind_mw), not from post_send.
 Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind = false);
 // Sends whatever the window, the rd/atomic limit, fences and RNR waits allow.

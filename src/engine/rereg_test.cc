@@ -49,7 +49,7 @@ struct Rereg : ::testing::Test {
   }
 };
 
-TEST_F(Rereg, translation_moves_the_region_and_keeps_the_keys) {
+TEST_F(Rereg, rereg_mr__translation_moves_the_region_and_keeps_the_keys) {
   MrInfo out;
   ASSERT_EQ(b.dev->rereg_mr(mr.mr, kTranslation, nullptr, two.data(), 2048, addr(two), 0, out), 0);
   EXPECT_EQ(out.lkey, mr.lkey);
@@ -63,7 +63,7 @@ TEST_F(Rereg, translation_moves_the_region_and_keeps_the_keys) {
   EXPECT_EQ(write(addr(one), 8), WcStatus::kRemAccessErr);
 }
 
-TEST_F(Rereg, access_change_applies_to_the_next_request) {
+TEST_F(Rereg, rereg_mr__access_change_applies_to_the_next_request) {
   MrInfo out;
   ASSERT_EQ(b.dev->rereg_mr(mr.mr, kChangeAccess, nullptr, nullptr, 0, 0,
                             kLocalWrite | kRemoteRead, out), 0);
@@ -75,7 +75,7 @@ TEST_F(Rereg, access_change_applies_to_the_next_request) {
   EXPECT_EQ(std::memcmp(one.data(), src.data(), 8), 0);
 }
 
-TEST_F(Rereg, pd_change_moves_the_region_out_of_the_qps_pd) {
+TEST_F(Rereg, rereg_mr__pd_change_moves_the_region_out_of_the_qps_pd) {
   Pd* other = b.dev->alloc_pd();
   MrInfo out;
   ASSERT_EQ(b.dev->rereg_mr(mr.mr, kChangePd, other, nullptr, 0, 0, 0, out), 0);
@@ -87,7 +87,7 @@ TEST_F(Rereg, pd_change_moves_the_region_out_of_the_qps_pd) {
   EXPECT_EQ(write(addr(one), 8), WcStatus::kSuccess);
 }
 
-TEST_F(Rereg, errors_leave_the_region_unchanged) {
+TEST_F(Rereg, rereg_mr__errors_leave_the_region_unchanged) {
   MrInfo out;
   EXPECT_EQ(b.dev->rereg_mr(mr.mr, 0, nullptr, nullptr, 0, 0, 0, out), EINVAL);
   EXPECT_EQ(b.dev->rereg_mr(mr.mr, 8, nullptr, nullptr, 0, 0, 0, out), EINVAL);
@@ -112,7 +112,7 @@ TEST_F(Rereg, errors_leave_the_region_unchanged) {
   EXPECT_EQ(b.dev->rereg_mr(stale, kChangeAccess, nullptr, nullptr, 0, 0, kAll, out), EINVAL);
 }
 
-TEST_F(Rereg, busy_while_a_window_is_bound) {
+TEST_F(Rereg, rereg_mr__busy_while_a_window_is_bound) {
   Buffer& target = b.reg(4096, kAll | kMwBind);
   uint32_t rkey = 0;
   Errno err = 0;

@@ -106,17 +106,17 @@ void on_send(Core& c, Qp& qp, const wire::Packet& p) {
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   uint32_t mtu = qp.mtu();
   size_t n = p.payload.size();
-  // C9-?? opcode sequence: FIRST/ONLY only between messages, MIDDLE/LAST only inside one.
+  // Opcode sequence (class C, IBA 9.9.3.1): FIRST/ONLY between messages, MIDDLE/LAST in one.
   if (info.first() ? s.op != ResponderState::Op::kNone : s.op != ResponderState::Op::kSend)
     return invalid_request(c, qp, p.bth.psn);
-  if (n > mtu || (!info.last() && n != mtu)) return invalid_request(c, qp, p.bth.psn);
+  if (n > mtu || (!info.last() && n != mtu)) return invalid_request(c, qp, p.bth.psn);  // C9-92
   if (info.first()) {
     if (!responder_take_recv(c, qp)) return rnr_nak(c, qp, p.bth.psn);  // 9.7.5.2.8
     s.op = ResponderState::Op::kSend;
     s.placed = 0;
   }
   if (s.placed + n > s.recv.length) {
-    // The message is longer than the receive buffer (C9-?? -> Invalid Request NAK).
+    // A message longer than the receive buffer: class C, Invalid Request NAK (IBA 9.9.3.1).
     return fail(c, qp, p.bth.psn, kNakInvRequest, AsyncEventType::kQpReqErr,
                 WcStatus::kLocLenErr);
   }
@@ -131,7 +131,7 @@ void on_send(Core& c, Qp& qp, const wire::Packet& p) {
       flags = kWcWithInv;
       imm = p.ieth_rkey;
       if (!mw_remote_invalidate(c, qp, p.ieth_rkey)) {
-        // An rkey this QP may not invalidate (class J, 9.9.3.1.?): the message is received
+        // An rkey this QP may not invalidate (class J, IBA 9.9.3.1): the message is received
         // and acknowledged, its receive completes in error and the QP goes to ERR.
         complete_recv(c, qp, s.recv, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
                       static_cast<uint32_t>(s.placed), flags, imm, false);
@@ -161,8 +161,8 @@ void on_write(Core& c, Qp& qp, const wire::Packet& p) {
     if (s.op != ResponderState::Op::kNone) return invalid_request(c, qp, psn);
     if (!(qp.attr.qp_access_flags & kRemoteWrite)) return access_error(c, qp, psn);
     uint64_t len = p.reth.dma_len;
-    // The whole target range is checked once, before the first byte (C9-?? 9.7.4.1.?);
-    // a zero-length WRITE checks no R_Key (9.4.2).
+    // The whole target range is checked once, before the first byte (IBA 9.7.4.1);
+    // a zero-length WRITE checks no R_Key (C9-88).
     if (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, qp.qpn, p.reth.va, len, kRemoteWrite) == nullptr)
       return access_error(c, qp, psn);
     s.write_va = p.reth.va;
@@ -172,7 +172,7 @@ void on_write(Core& c, Qp& qp, const wire::Packet& p) {
   } else if (s.op != ResponderState::Op::kWrite) {
     return invalid_request(c, qp, psn);
   }
-  // Payload size rules: FIRST / MIDDLE carry exactly one MTU; nothing beyond the DMA length.
+  // Payload size rules (C9-92): FIRST / MIDDLE carry one MTU; nothing beyond the DMA length.
   if (n > mtu || n > s.write_left || (!info.last() && n != mtu) ||
       (info.last() && n != s.write_left))
     return invalid_request(c, qp, psn);
@@ -234,7 +234,8 @@ void on_read(Core& c, Qp& qp, const wire::Packet& p) {
   if (s.op != ResponderState::Op::kNone) return invalid_request(c, qp, psn);
   if (!(qp.attr.qp_access_flags & kRemoteRead)) return access_error(c, qp, psn);
   uint64_t len = p.reth.dma_len;
-  if (len > (uint64_t{1} << 31)) return invalid_request(c, qp, psn);
+  if (len > (uint64_t{1} << 31)) return invalid_request(c, qp, psn);  // C9-94
+  // C9-88: a zero-length READ checks no R_Key.
   if (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, qp.qpn, p.reth.va, len, kRemoteRead) == nullptr)
     return access_error(c, qp, psn);
   uint32_t span = packets_for(len, qp.mtu());
@@ -246,7 +247,7 @@ void on_read(Core& c, Qp& qp, const wire::Packet& p) {
   e.rkey = p.reth.rkey;
   e.length = static_cast<uint32_t>(len);
   s.ack_queue.push(e);
-  s.msn = psn_add(s.msn, 1);
+  s.msn = psn_add(s.msn, 1);  // C9-148: a READ counts as a message once accepted
   s.epsn = psn_add(s.epsn, span);  // the responses themselves acknowledge the request
   s.nak_sent = false;
   responder_flush_ack(c, qp);  // earlier requests' ACK goes before the responses
@@ -258,7 +259,7 @@ void on_atomic(Core& c, Qp& qp, const wire::Packet& p) {
   uint32_t psn = p.bth.psn;
   if (s.op != ResponderState::Op::kNone) return invalid_request(c, qp, psn);
   if (!(qp.attr.qp_access_flags & kRemoteAtomic)) return access_error(c, qp, psn);
-  // C9-?? an atomic on a VA that is not 8-byte aligned is an Invalid Request.
+  // An atomic on a VA that is not 8-byte aligned: class C, Invalid Request (IBA 9.9.3.1).
   if (p.atomic.va & 7) return invalid_request(c, qp, psn);
   uint8_t* host = c.mem.check_remote(p.atomic.rkey, qp.pd, qp.qpn, p.atomic.va, 8, kRemoteAtomic);
   if (host == nullptr) return access_error(c, qp, psn);
@@ -326,7 +327,7 @@ void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
     case wire::OpKind::kFetchAdd: {
       AckEntry* e = s.ack_queue.find(p.bth.psn);
       if (e == nullptr || e->kind != AckEntry::Kind::kAtomic || e->psn != p.bth.psn) return;
-      // At most once (C9-??): the saved original value is returned, nothing re-executed.
+      // At most once (IBA 9.7.5.1.2): the saved original value is returned, nothing re-executed.
       responder_flush_ack(c, qp);
       wire::Packet a;
       a.bth.opcode = wire::kRcAtomicAck;
@@ -377,7 +378,7 @@ void responder_receive(Core& c, Qp& qp, const wire::Packet& p) {
   ResponderState& s = qp.resp;
   int32_t d = psn_diff(p.bth.psn, s.epsn);
   if (d > 0) {
-    // A gap: NAK once with the expected PSN, then stay silent until it arrives (C9-??).
+    // A gap: NAK once with the expected PSN, then stay silent until it arrives (IBA 9.7.5.2.2).
     ++c.ctr.rx_out_of_sequence;
     if (!s.nak_sent) {
       responder_flush_ack(c, qp);
@@ -398,7 +399,7 @@ void responder_receive(Core& c, Qp& qp, const wire::Packet& p) {
 }
 
 Errno responder_post_recv(Core& c, Qp& qp, const RecvWr& wr) {
-  if (qp.state() == QpState::kReset) return EINVAL;
+  if (qp.state() == QpState::kReset) return EINVAL;  // C10-97.2.1
   if (wr.num_sge > qp.cap.max_recv_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
   if (qp.rq.size() >= qp.cap.max_recv_wr) return ENOMEM;
@@ -407,7 +408,7 @@ Errno responder_post_recv(Core& c, Qp& qp, const RecvWr& wr) {
   r.sges.assign(wr.sg_list, wr.sg_list + wr.num_sge);
   for (const Sge& sg : r.sges) r.length += sg.length;
   qp.rq.push_back(std::move(r));
-  if (qp.state() == QpState::kErr) c.flush_queues(qp);  // C10-?? WRs posted in ERR flush
+  if (qp.state() == QpState::kErr) c.flush_queues(qp);  // WRs posted in ERR flush (IBA 11.4.1.2)
   return 0;
 }
 

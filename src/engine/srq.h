@@ -18,7 +18,7 @@ class Srq {
   Pd* pd = nullptr;
   void* user_context = nullptr;  // returned in SRQ async events
   uint32_t max_wr = 0, max_sge = 0;
-  uint32_t limit = 0;  // armed limit; 0 = not armed (IBA 10.2.9.?: one event, then disarmed)
+  uint32_t limit = 0;  // armed limit; 0 = not armed (IBA 10.2.9: one event, then disarmed)
   uint32_t users = 0;  // QPs attached (destroy_srq is EBUSY while > 0)
   std::deque<RecvWqe> rq;
 };

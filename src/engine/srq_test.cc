@@ -70,7 +70,7 @@ struct SrqFixture : ::testing::Test {
   }
 };
 
-TEST_F(SrqFixture, many_qps_share_one_srq) {
+TEST_F(SrqFixture, post_srq_recv__many_qps_share_one_srq) {
   constexpr int kQps = 16, kMsgs = 3, kLen = 100;
   std::vector<Qp*> qa, qb;
   for (int i = 0; i < kQps; ++i) {
@@ -116,7 +116,7 @@ TEST_F(SrqFixture, many_qps_share_one_srq) {
   EXPECT_TRUE(b.poll().empty());
 }
 
-TEST_F(SrqFixture, limit_event_raised_once_per_arming) {
+TEST_F(SrqFixture, modify_srq__limit_event_raised_once_per_arming) {
   Qp* qa = a.create_qp();
   Qp* qb = srq_qp();
   Fabric::connect(a, qa, b, qb);
@@ -163,7 +163,7 @@ TEST_F(SrqFixture, limit_event_raised_once_per_arming) {
   EXPECT_EQ(srq_events(), 2u);
 }
 
-TEST_F(SrqFixture, qp_error_leaves_srq_wqes_and_raises_last_wqe_reached) {
+TEST_F(SrqFixture, enter_error__leaves_srq_wqes_and_raises_last_wqe_reached) {
   int ctx1 = 0, ctx2 = 0;
   Qp* qa1 = a.create_qp();
   Qp* qa2 = a.create_qp();
@@ -193,7 +193,7 @@ TEST_F(SrqFixture, qp_error_leaves_srq_wqes_and_raises_last_wqe_reached) {
   }
 }
 
-TEST_F(SrqFixture, wqe_in_progress_is_flushed_by_its_qp_only) {
+TEST_F(SrqFixture, enter_error__wqe_in_progress_is_flushed_by_its_qp_only) {
   // A multi-packet SEND took an SRQ WQE; the QP fails before the last packet: that WQE
   // (already the QP's) completes flushed, the other SRQ WQEs stay.
   Qp* qa = a.create_qp();
@@ -224,7 +224,7 @@ TEST_F(SrqFixture, wqe_in_progress_is_flushed_by_its_qp_only) {
   EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
 }
 
-TEST_F(SrqFixture, errors) {
+TEST_F(SrqFixture, create_srq__and_post_srq_recv_errors) {
   const DeviceLimits& l = b.dev->config().limits;
   Errno err = 0;
   Device::SrqAttr too_deep{l.max_srq_wr + 1, 1, 0};

@@ -332,7 +332,7 @@ Errno unreliable_check_post(Core& c, const Qp& qp, const SendWr& wr) {
       break;
     case WrOpcode::kRdmaWrite:
     case WrOpcode::kRdmaWriteWithImm:
-      if (ud) return EINVAL;  // UD carries SENDs only (IBA 9.8.?; rxe: EINVAL)
+      if (ud) return EINVAL;  // UD carries SENDs only (IBA 9.8; rxe: EINVAL)
       break;
     default:
       return EINVAL;  // READ, atomics, SEND_WITH_INV, ...: not UC / UD operations
@@ -342,7 +342,7 @@ Errno unreliable_check_post(Core& c, const Qp& qp, const SendWr& wr) {
   if (ah == nullptr) return EINVAL;
   auto& v = c.ud.ahs;
   if (std::none_of(v.begin(), v.end(), [&](auto& a) { return a.get() == ah; })) return EINVAL;
-  if (ah->pd != qp.pd) return EINVAL;  // C10-?? the AH and the QP share the PD
+  if (ah->pd != qp.pd) return EINVAL;  // C10-10: the AH and the QP share the PD
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge && wr.sg_list; ++i) total += wr.sg_list[i].length;
   if (total > ud_mtu(c)) return EINVAL;  // a UD message is one packet (rxe: EINVAL at post)
@@ -388,7 +388,7 @@ void unreliable_progress(Core& c, Qp& qp) {
 // --- receive -------------------------------------------------------------------------------
 
 void ud_receive(Core& c, Qp& qp, const wire::Packet& p, const wire::IpUdpInfo& ip) {
-  // C10-?? a datagram whose Q_Key differs from the QP's is silently dropped (IBA 10.2.5).
+  // A datagram whose Q_Key differs from the QP's is silently dropped (IBA 10.2.5).
   if (p.deth.qkey != qp.attr.qkey) {
     ++c.ctr.rx_qkey_errors;
     return;
@@ -398,7 +398,7 @@ void ud_receive(Core& c, Qp& qp, const wire::Packet& p, const wire::IpUdpInfo& i
     ++c.ctr.rx_malformed;
     return;
   }
-  // No receive WQE: UD has no RNR NAK, the datagram is dropped (IBA 9.7.? / 10.8.?).
+  // No receive WQE: UD has no RNR NAK, the datagram is dropped (class D, IBA 9.9.3.1).
   if (!responder_take_recv(c, qp)) {
     ++c.ctr.rx_dropped_no_recv;
     return;
@@ -449,7 +449,7 @@ void uc_receive(Core& c, Qp& qp, const wire::Packet& p) {
   using Op = ResponderState::Op;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   // A PSN gap means lost packets: the message in progress is abandoned, and the responder
-  // resynchronises on the PSN it got, waiting for the next FIRST or ONLY (IBA 9.7.?: UC
+  // resynchronises on the PSN it got, waiting for the next FIRST or ONLY (IBA 9.9.3.1: UC
   // "silently drop" of the rest of the message). A receive WQE half filled is reused.
   if (p.bth.psn != s.epsn) {
     ++c.ctr.rx_out_of_sequence;
@@ -504,7 +504,7 @@ void uc_receive(Core& c, Qp& qp, const wire::Packet& p) {
   // RDMA WRITE.
   if (info.first()) {
     const uint64_t len = p.reth.dma_len;
-    // UC has no NAK: a WRITE the QP or the R_Key does not allow is dropped (IBA 9.7.? class
+    // UC has no NAK: a WRITE the QP or the R_Key does not allow is dropped (IBA 9.9.3.1: class
     // D errors of UC are silent) and counted.
     if (!(qp.attr.qp_access_flags & kRemoteWrite) ||
         (len != 0 &&

@@ -10,7 +10,7 @@
 namespace vrnic::engine::testing {
 namespace {
 
-TEST(DeviceWindow, ManyQpsShareTheBudgetAndAllDataLands) {
+TEST(DeviceWindow, requester_progress__many_qps_share_the_budget_and_all_data_lands) {
   Fabric f;
   Node& a = f.add_node(1);
   Node& b = f.add_node(2);
@@ -62,7 +62,7 @@ TEST(DeviceWindow, ManyQpsShareTheBudgetAndAllDataLands) {
   EXPECT_EQ(a.ctr().ack_timeouts, 0u);  // every held QP got its ACK without the timer
 }
 
-TEST(DeviceWindow, AQpInErrorGivesBackItsShare) {
+TEST(DeviceWindow, modify_qp__a_qp_moved_to_err_gives_back_its_share) {
   Fabric f;
   Node& a = f.add_node(1);
   Node& b = f.add_node(2);

@@ -74,7 +74,7 @@ TEST(ReadAllCounters, stale_file_of_a_dead_pid__is_skipped) {
   unlink(stale.c_str());
 }
 
-TEST(FormatNonzero, prints_only_nonzero_in_order) {
+TEST(FormatNonzero, format_nonzero__prints_only_nonzero_in_order) {
   engine::Counters c;
   c.rx_packets = 5;
   c.tx_packets = 7;

@@ -445,7 +445,7 @@ namespace {
 
 // UD multicast: ports that joined a group each get a copy of a packet sent to it (the group
 // address as its destination); a port that left gets none.
-TEST(UdpPortMulticast, joined_ports_receive_group_packets_until_they_leave) {
+TEST(UdpPortMulticast, set_multicast__joined_ports_receive_group_packets_until_they_leave) {
   auto a = open_port(IpAddress::v4(127, 0, 0, 233));
   ASSERT_NE(a, nullptr);
   UdpPortOptions o;
