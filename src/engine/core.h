@@ -40,6 +40,7 @@ class Core {
   MemoryTable mem;
   TxBatch tx;
   wire::IpUdpInfo local_ip;  // source address from the device GID
+  uint32_t gsi_psn = 0;      // QP1's send PSN
   UdTables ud;               // address handles and multicast groups (ud.cc)
 
   // QPs with a coalesced ACK waiting for the end of the receive batch.

@@ -18,7 +18,8 @@ namespace vrnic::engine {
   X(duplicate_atomics_replayed) X(duplicate_reads_replayed) X(cqe_ok) X(cqe_error)        \
   X(cq_overflows)                                                                          \
   X(rx_qkey_errors) X(rx_dropped_no_recv) X(rx_uc_dropped) X(rx_mcast_packets)           \
-  X(direct_writes) X(direct_reads) X(direct_bytes) X(direct_fallbacks)
+  X(direct_writes) X(direct_reads) X(direct_bytes) X(direct_fallbacks)                    \
+  X(tx_gsi) X(rx_gsi)
 
 struct Counters {
 #define VRNIC_COUNTER_FIELD(name) uint64_t name = 0;

@@ -11,11 +11,13 @@
 
 #include "engine/completer.h"
 #include "engine/core.h"
+#include "engine/gsi.h"
 #include "engine/icrc_peers.h"
 #include "engine/requester.h"
 #include "engine/responder.h"
 #include "engine/odp.h"
 #include "engine/srq.h"
+#include "wire/cm_mad.h"
 #include "wire/opcode.h"
 
 namespace vrnic::engine {
@@ -614,6 +616,10 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
     ud_receive_multicast(core, p, pkt.ip);  // ud.cc
     return;
   }
+  if (p.bth.dest_qp == wire::cm::kGsiQpn) {
+    gsi_receive(core, p, pkt.ip);  // gsi.cc
+    return;
+  }
   Qp* qp = find_qp(p.bth.dest_qp);
   if (qp == nullptr) {
     ++ctr.rx_unknown_qp;
@@ -679,6 +685,11 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
 
 void Device::receive(std::span<const WirePacket> batch) {
   for (const WirePacket& pkt : batch) impl_->dispatch(pkt);
+  impl_->finish();
+}
+
+void Device::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad) {
+  gsi_send(impl_->core, to, mad);
   impl_->finish();
 }
 

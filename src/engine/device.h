@@ -121,6 +121,9 @@ class Device {
 
   // Packets from the transport (ICRC not yet checked: the engine checks it and counts).
   void receive(std::span<const WirePacket> batch);
+  // Sends a 256-byte MAD from QP1 to the GSI of the address in `to` (dst; src is filled in
+  // with this device's address): the connection manager's datagrams.
+  void send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad);
 
   // Time: the instant (Clock ns) at which on_timer must run next, or UINT64_MAX. It may be
   // early (a timer armed since the last on_timer and re-armed later since): on_timer then

@@ -109,6 +109,13 @@ class EventSink {
   virtual ~EventSink() = default;
   virtual void on_cq_event(Cq* cq, void* cq_user_context) = 0;  // an armed CQ got a CQE
   virtual void on_async_event(const struct AsyncEvent& ev) = 0;
+  // A MAD for QP1, the General Services Interface (IBA 13.5): a UD SEND_ONLY with the GSI
+  // Q_Key and a 256-byte payload, its ICRC checked. Returns false if nobody consumes MADs
+  // here (the device has no connection manager): the packet is then counted as for an
+  // unknown QP.
+  virtual bool on_gsi_mad(const wire::IpUdpInfo& from, std::span<const uint8_t> mad) {
+    return false;
+  }
 };
 
 }  // namespace vrnic::engine

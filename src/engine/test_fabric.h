@@ -13,10 +13,20 @@
 namespace vrnic::engine::testing {
 
 struct RecordingSink : EventSink {
+  struct GsiMad {
+    wire::IpUdpInfo from;
+    std::vector<uint8_t> mad;
+  };
   std::vector<Cq*> cq_events;
   std::vector<AsyncEvent> async_events;
+  bool take_gsi = false;  // a connection manager is attached: QP1's MADs are kept
+  std::vector<GsiMad> gsi;
   void on_cq_event(Cq* cq, void*) override { cq_events.push_back(cq); }
   void on_async_event(const AsyncEvent& ev) override { async_events.push_back(ev); }
+  bool on_gsi_mad(const wire::IpUdpInfo& from, std::span<const uint8_t> mad) override {
+    if (take_gsi) gsi.push_back({from, {mad.begin(), mad.end()}});
+    return take_gsi;
+  }
 };
 
 struct Buffer {
