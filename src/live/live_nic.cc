@@ -66,6 +66,10 @@ class CallbackSink final : public engine::EventSink {
   void on_async_event(const engine::AsyncEvent& ev) override {
     if (cb_.on_async_event) cb_.on_async_event(ev);
   }
+  bool on_gsi_mad(const wire::IpUdpInfo& from, std::span<const uint8_t> mad) override {
+    return gsi_ && gsi_(from, mad);
+  }
+  LiveNic::GsiHandler gsi_;  // set under the device lock
 
  private:
   LiveNicCallbacks cb_;
@@ -137,6 +141,14 @@ const engine::Gid& LiveNic::gid() const { return impl_->gid; }
 const std::string& LiveNic::ip_string() const { return impl_->ip_string; }
 bool LiveNic::is_ipv6() const { return impl_->ipv6; }
 const engine::Counters& LiveNic::counters() const { return device_->counters(); }
+
+void LiveNic::set_gsi_handler(GsiHandler h) {
+  locked([&](engine::Device&) { impl_->sink.gsi_ = std::move(h); });
+}
+
+void LiveNic::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad) {
+  locked([&](engine::Device& d) { d.send_gsi(to, mad); });
+}
 const std::string& LiveNic::counters_path() const { return impl_->counters_file.path(); }
 
 void LiveNic::kick() {

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "engine/device.h"
+#include "wire/icrc.h"
 
 namespace vrnic::live {
 
@@ -85,6 +86,14 @@ class LiveNic {
 
   // Wakes the progress thread (after a doorbell that left work for later, e.g. a timer).
   void kick();
+
+  // The connection manager's datagrams (QP1). The handler runs with the device lock held,
+  // from whichever thread receives: it must copy what it needs and return at once, without
+  // calling back into the LiveNic; false drops the MAD as for an unknown QP. An empty
+  // handler detaches.
+  using GsiHandler = std::function<bool(const wire::IpUdpInfo& from, std::span<const uint8_t>)>;
+  void set_gsi_handler(GsiHandler h);
+  void send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad);
 
   // The counters as the engine keeps them (in the shared counters file when there is one;
   // read them under locked() for exact values).

@@ -1,0 +1,26 @@
+/* Entry points of vrnic's libibverbs.so.1 for vrnic's librdmacm.so.1 (version node VRNIC_PRIVATE_1). */
+#pragma once
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Receives a MAD for QP1 (the connection manager's datagrams). Runs with the device lock
+ * held, on whichever thread received it: copy and return at once, never call back into
+ * the verbs. Addresses are 16 bytes, IPv4 in the first four. Return 0 to drop the MAD as
+ * for an unknown QP. */
+typedef int (*vrnic_gsi_handler)(void* user, int ipv6, const uint8_t* src, const uint8_t* dst,
+                                 const uint8_t* mad);
+
+/* Attaches (fn != NULL) or detaches (fn == NULL) the handler of the device behind ctx.
+ * 0 or an errno (EINVAL: not a vrnic context). */
+int vrnic_gsi_attach(struct ibv_context* ctx, vrnic_gsi_handler fn, void* user);
+
+/* Sends a 256-byte MAD from QP1 to the GSI (QP1) of dst. 0 or an errno. */
+int vrnic_gsi_send(struct ibv_context* ctx, int ipv6, const uint8_t* dst, const uint8_t* mad);
+
+#ifdef __cplusplus
+}
+#endif
