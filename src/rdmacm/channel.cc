@@ -1,0 +1,112 @@
+// Event channels: rdma_create/destroy_event_channel, rdma_get_cm_event, rdma_ack_cm_event, rdma_event_str.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "rdmacm/state.h"
+
+using namespace vrnic::rdmacm;
+
+RDMACM_EXPORT rdma_event_channel* rdma_create_event_channel() {
+  Service& s = Service::get();
+  if (!s.ok()) {
+    errno = ENODEV;
+    return nullptr;
+  }
+  auto* ch = new Channel();
+  ch->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+  if (ch->ch.fd < 0) {
+    delete ch;
+    return nullptr;
+  }
+  return &ch->ch;
+}
+
+RDMACM_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
+  if (!channel) return;
+  Channel* ch = to_channel(channel);
+  {
+    std::lock_guard<std::mutex> g(Service::get().mu);
+    for (EventBox* b : ch->queue) delete b;
+  }
+  close(ch->ch.fd);
+  delete ch;
+}
+
+// Blocks until an event is queued (or fails with EAGAIN on a non-blocking fd). Each queued
+// event added one to the semaphore; an event of an id destroyed meanwhile left its count
+// behind, so an empty queue after a read means: read again.
+RDMACM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {
+  if (!channel || !event) return fail(EINVAL);
+  Channel* ch = to_channel(channel);
+  Service& s = Service::get();
+  for (;;) {
+    uint64_t v;
+    if (read(ch->ch.fd, &v, sizeof v) != sizeof v) {
+      if (errno == EINTR) continue;
+      return -1;  // EAGAIN with O_NONBLOCK
+    }
+    std::lock_guard<std::mutex> g(s.mu);
+    if (ch->queue.empty()) continue;
+    EventBox* b = ch->queue.front();
+    ch->queue.pop_front();
+    b->ev.id->event = &b->ev;
+    *event = &b->ev;
+    return 0;
+  }
+}
+
+RDMACM_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
+  if (!event) return fail(EINVAL);
+  Service& s = Service::get();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    Id* id = to_id(event->id);
+    --id->pending_events;
+    if (id->id.event == event) id->id.event = nullptr;
+  }
+  s.cv.notify_all();
+  delete reinterpret_cast<EventBox*>(event);
+  return 0;
+}
+
+namespace vrnic::rdmacm {
+
+// librdmacm's synchronous mode: the operation's event is awaited on the id's private
+// channel and left in id->event (acknowledged by the next operation or rdma_destroy_id).
+int wait_sync(Id* id, rdma_cm_event_type want) {
+  if (id->id.event) rdma_ack_cm_event(id->id.event);
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(&id->channel->ch, &ev) != 0) return -1;
+  if (ev->event == want && ev->status == 0) return 0;
+  const int status = ev->status;
+  const rdma_cm_event_type got = ev->event;
+  if (got == RDMA_CM_EVENT_REJECTED) return fail(ECONNREFUSED);
+  if (status < 0) return fail(-status);
+  return fail(status ? status : EPROTO);
+}
+
+}  // namespace vrnic::rdmacm
+
+RDMACM_EXPORT const char* rdma_event_str(rdma_cm_event_type event) {
+  switch (event) {
+    case RDMA_CM_EVENT_ADDR_RESOLVED: return "RDMA_CM_EVENT_ADDR_RESOLVED";
+    case RDMA_CM_EVENT_ADDR_ERROR: return "RDMA_CM_EVENT_ADDR_ERROR";
+    case RDMA_CM_EVENT_ROUTE_RESOLVED: return "RDMA_CM_EVENT_ROUTE_RESOLVED";
+    case RDMA_CM_EVENT_ROUTE_ERROR: return "RDMA_CM_EVENT_ROUTE_ERROR";
+    case RDMA_CM_EVENT_CONNECT_REQUEST: return "RDMA_CM_EVENT_CONNECT_REQUEST";
+    case RDMA_CM_EVENT_CONNECT_RESPONSE: return "RDMA_CM_EVENT_CONNECT_RESPONSE";
+    case RDMA_CM_EVENT_CONNECT_ERROR: return "RDMA_CM_EVENT_CONNECT_ERROR";
+    case RDMA_CM_EVENT_UNREACHABLE: return "RDMA_CM_EVENT_UNREACHABLE";
+    case RDMA_CM_EVENT_REJECTED: return "RDMA_CM_EVENT_REJECTED";
+    case RDMA_CM_EVENT_ESTABLISHED: return "RDMA_CM_EVENT_ESTABLISHED";
+    case RDMA_CM_EVENT_DISCONNECTED: return "RDMA_CM_EVENT_DISCONNECTED";
+    case RDMA_CM_EVENT_DEVICE_REMOVAL: return "RDMA_CM_EVENT_DEVICE_REMOVAL";
+    case RDMA_CM_EVENT_MULTICAST_JOIN: return "RDMA_CM_EVENT_MULTICAST_JOIN";
+    case RDMA_CM_EVENT_MULTICAST_ERROR: return "RDMA_CM_EVENT_MULTICAST_ERROR";
+    case RDMA_CM_EVENT_ADDR_CHANGE: return "RDMA_CM_EVENT_ADDR_CHANGE";
+    case RDMA_CM_EVENT_TIMEWAIT_EXIT: return "RDMA_CM_EVENT_TIMEWAIT_EXIT";
+  }
+  return "UNKNOWN EVENT";
+}

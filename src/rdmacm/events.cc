@@ -1,0 +1,170 @@
+// The CM's events as rdma_cm events: new ids for connection requests, QPs moved on a reply, parameters as the kernel CM reports them.
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "rdmacm/state.h"
+
+namespace vrnic::rdmacm {
+namespace {
+
+bool is_ud(const Id* id) { return id->id.ps == RDMA_PS_UDP || id->id.ps == RDMA_PS_IPOIB; }
+
+// A connection's parameters seen from the receiving side: what the peer offers as responder
+// resources is this side's initiator depth and the other way round (as the kernel's CM
+// reports REQ and REP).
+void fill_conn(rdma_conn_param& c, const cm::Params& peer) {
+  c.responder_resources = peer.initiator_depth;
+  c.initiator_depth = peer.responder_resources;
+  c.flow_control = 1;
+  c.retry_count = peer.retry_count;
+  c.rnr_retry_count = peer.rnr_retry_count;
+  c.srq = peer.srq;
+  c.qp_num = peer.qpn;
+}
+
+// The address handle attributes to reach the peer of a UD id.
+void fill_ah(ibv_ah_attr& ah, const cm::Endpoint& peer, uint8_t tos) {
+  ah = {};
+  ah.is_global = 1;
+  ah.port_num = 1;
+  ah.grh.sgid_index = 0;
+  ah.grh.hop_limit = 64;
+  ah.grh.traffic_class = tos;
+  const auto gid = wire::cm::gid_of_ip(peer.ip, peer.ipv6);
+  std::memcpy(ah.grh.dgid.raw, gid.data(), 16);
+}
+
+EventBox* box_of(rdma_cm_event_type type, int status = 0) {
+  auto* b = new EventBox();
+  b->ev.event = type;
+  b->ev.status = status;
+  return b;
+}
+
+// A connection request: a new id on the listener's channel, with the request's addresses.
+void on_request(Service& s, Id* parent, const cm::Event& ev) {
+  auto* child = new Id();
+  child->id.verbs = s.context();
+  child->id.context = parent->id.context;
+  child->id.ps = parent->id.ps;
+  child->id.port_num = 1;
+  child->id.qp_type = parent->id.qp_type;
+  child->channel = parent->channel;
+  child->id.channel = parent->id.channel;
+  child->conn = ev.conn;
+  child->peer = ev.peer;
+  child->listen_parent = parent;
+  child->state = IdState::kConnectRequest;
+  child->tos = parent->tos;
+  child->ack_timeout = parent->ack_timeout;
+  sockaddr_of(ev.local, child->id.route.addr.src_storage);
+  sockaddr_of(ev.remote, child->id.route.addr.dst_storage);
+  fill_ib_addr(child);
+  s.by_conn[ev.conn] = child;
+  EventBox* b = box_of(RDMA_CM_EVENT_CONNECT_REQUEST);
+  b->ev.listen_id = &parent->id;
+  b->private_data = ev.peer.private_data;
+  if (is_ud(child)) {
+    b->ev.param.ud.qp_num = ev.peer.qpn;
+  } else {
+    fill_conn(b->ev.param.conn, ev.peer);
+  }
+  s.deliver(child, b);
+}
+
+// ESTABLISHED: for a connection the peer's private data (REP or RTU); for UD the address,
+// QPN and Q_Key the SIDR reply gave.
+void on_established(Service& s, Id* id, const cm::Event& ev) {
+  id->state = IdState::kConnected;
+  EventBox* b = box_of(RDMA_CM_EVENT_ESTABLISHED);
+  b->private_data = ev.peer.private_data;
+  if (is_ud(id)) {
+    b->ev.param.ud.qp_num = ev.peer.qpn;
+    b->ev.param.ud.qkey = ev.peer.qkey;
+    cm::Endpoint peer;
+    endpoint_of(&id->id.route.addr.dst_addr, peer);
+    fill_ah(b->ev.param.ud.ah_attr, peer, id->tos);
+  } else {
+    fill_conn(b->ev.param.conn, id->peer);
+  }
+  s.deliver(id, b);
+}
+
+}  // namespace
+
+// REP: with a QP on the id, it goes to RTR and RTS and the RTU leaves (ESTABLISHED follows);
+// without one the program gets CONNECT_RESPONSE and calls rdma_establish itself.
+void handle_connect_response(Service& s, Id* id, const cm::Event& ev) {
+  id->peer = ev.peer;
+  if (id->id.qp == nullptr) {
+    EventBox* b = box_of(RDMA_CM_EVENT_CONNECT_RESPONSE);
+    b->private_data = ev.peer.private_data;
+    fill_conn(b->ev.param.conn, ev.peer);
+    s.deliver(id, b);
+    return;
+  }
+  // The negotiated depths: this side's responder resources are the peer's initiator depth.
+  id->mine.responder_resources = ev.peer.initiator_depth;
+  id->mine.initiator_depth = ev.peer.responder_resources;
+  id->mine.rnr_retry_count = ev.peer.rnr_retry_count;
+  if (qp_to_rtr(id) != 0 || qp_to_rts(id) != 0) {
+    s.manager().reject(id->conn, {});
+    s.deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -errno));
+    return;
+  }
+  s.manager().establish(id->conn);  // its ESTABLISHED comes back through on_event
+}
+
+void Service::on_event(const cm::Event& ev) {
+  if (ev.type == cm::EventType::kConnectRequest) {
+    auto it = by_listener.find(ev.listener);
+    if (it == by_listener.end()) {
+      manager_->reject(ev.conn, {});
+      return;
+    }
+    on_request(*this, it->second, ev);
+    return;
+  }
+  auto it = by_conn.find(ev.conn);
+  if (it == by_conn.end()) return;  // the id is gone
+  Id* id = it->second;
+  switch (ev.type) {
+    case cm::EventType::kConnectResponse:
+      handle_connect_response(*this, id, ev);
+      return;
+    case cm::EventType::kEstablished:
+      if (is_ud(id)) id->peer = ev.peer;
+      on_established(*this, id, ev);
+      return;
+    case cm::EventType::kRejected: {
+      id->state = IdState::kDisconnected;
+      EventBox* b = box_of(RDMA_CM_EVENT_REJECTED, ev.reason);
+      b->private_data = ev.peer.private_data;
+      deliver(id, b);
+      return;
+    }
+    case cm::EventType::kUnreachable:
+      id->state = IdState::kDisconnected;
+      deliver(id, box_of(RDMA_CM_EVENT_UNREACHABLE,
+                         ev.reason == ETIMEDOUT ? -ETIMEDOUT : ev.reason));
+      return;
+    case cm::EventType::kConnectError:
+      deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET));
+      return;
+    case cm::EventType::kDisconnected: {
+      id->state = IdState::kDisconnected;
+      EventBox* b = box_of(RDMA_CM_EVENT_DISCONNECTED);
+      deliver(id, b);
+      return;
+    }
+    case cm::EventType::kTimewaitExit:
+      deliver(id, box_of(RDMA_CM_EVENT_TIMEWAIT_EXIT));
+      return;
+    case cm::EventType::kConnectRequest:
+      return;
+  }
+}
+
+}  // namespace vrnic::rdmacm

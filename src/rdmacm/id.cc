@@ -1,0 +1,320 @@
+// Communication identifiers: create, destroy, bind, resolve, listen, options, ports.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "rdmacm/state.h"
+
+namespace vrnic::rdmacm {
+
+bool endpoint_of(const sockaddr* sa, cm::Endpoint& out) {
+  out = {};
+  if (!sa) return false;
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    std::memcpy(out.ip.data(), &in->sin_addr, 4);
+    out.port = ntohs(in->sin_port);
+    return true;
+  }
+  if (sa->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    out.ipv6 = true;
+    std::memcpy(out.ip.data(), &in6->sin6_addr, 16);
+    out.port = ntohs(in6->sin6_port);
+    return true;
+  }
+  return false;
+}
+
+void sockaddr_of(const cm::Endpoint& e, sockaddr_storage& out) {
+  std::memset(&out, 0, sizeof out);
+  if (e.ipv6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out);
+    in6->sin6_family = AF_INET6;
+    std::memcpy(&in6->sin6_addr, e.ip.data(), 16);
+    in6->sin6_port = htons(e.port);
+  } else {
+    auto* in = reinterpret_cast<sockaddr_in*>(&out);
+    in->sin_family = AF_INET;
+    std::memcpy(&in->sin_addr, e.ip.data(), 4);
+    in->sin_port = htons(e.port);
+  }
+}
+
+namespace {
+
+bool is_wildcard(const cm::Endpoint& e) {
+  for (size_t i = 0; i < (e.ipv6 ? 16u : 4u); ++i) {
+    if (e.ip[i]) return false;
+  }
+  return true;
+}
+
+Channel* new_sync_channel() {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  if (!ch) return nullptr;
+  to_channel(ch)->sync = true;
+  return to_channel(ch);
+}
+
+}  // namespace
+
+// The device's GIDs in the route (rdma_ib_addr): read by programs, and the QP's path.
+void fill_ib_addr(Id* id) {
+  cm::Endpoint src, dst;
+  endpoint_of(&id->id.route.addr.src_addr, src);
+  endpoint_of(&id->id.route.addr.dst_addr, dst);
+  const auto s = wire::cm::gid_of_ip(src.ip, src.ipv6);
+  const auto d = wire::cm::gid_of_ip(dst.ip, dst.ipv6);
+  std::memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, s.data(), 16);
+  std::memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, d.data(), 16);
+  id->id.route.addr.addr.ibaddr.pkey = 0xffff;
+}
+
+namespace {
+
+// Binds under the service lock: the address must be the device's (or a wildcard).
+int bind_locked(Service& s, Id* id, const sockaddr* addr) {
+  cm::Endpoint e;
+  if (!endpoint_of(addr, e)) return EAFNOSUPPORT;
+  if (!is_wildcard(e)) {
+    if (e.ipv6 != s.address().ipv6 || !e.same_address(s.address())) return ENODEV;
+    id->id.verbs = s.context();
+  }
+  if (e.port == 0) e.port = s.ephemeral_port();
+  sockaddr_of(e, id->id.route.addr.src_storage);
+  id->id.port_num = 1;
+  id->state = IdState::kBound;
+  return 0;
+}
+
+void post(Service& s, Id* id, rdma_cm_event_type type, int status = 0) {
+  auto* b = new EventBox();
+  b->ev.event = type;
+  b->ev.status = status;
+  s.deliver(id, b);
+}
+
+}  // namespace
+}  // namespace vrnic::rdmacm
+
+using namespace vrnic::rdmacm;
+using vrnic::cm::Endpoint;
+
+RDMACM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context,
+                                 rdma_port_space ps) {
+  if (!out) return fail(EINVAL);
+  Service& s = Service::get();
+  if (!s.ok()) return fail(ENODEV);
+  if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB) {
+    return fail(EINVAL);
+  }
+  Channel* ch = channel ? to_channel(channel) : new_sync_channel();
+  if (!ch) return -1;
+  auto* id = new Id();
+  id->channel = ch;
+  id->id.channel = &ch->ch;
+  id->id.context = context;
+  id->id.ps = ps;
+  id->id.qp_type = (ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB) ? IBV_QPT_UD : IBV_QPT_RC;
+  *out = &id->id;
+  return 0;
+}
+
+RDMACM_EXPORT int rdma_destroy_id(rdma_cm_id* cm_id) {
+  if (!cm_id) return fail(EINVAL);
+  Id* id = to_id(cm_id);
+  Service& s = Service::get();
+  if (cm_id->event) rdma_ack_cm_event(cm_id->event);
+  std::unique_lock<std::mutex> g(s.mu);
+  if (id->conn) {
+    s.manager().destroy(id->conn);
+    s.by_conn.erase(id->conn);
+  }
+  if (id->listener) {
+    s.manager().stop_listening(id->listener);
+    s.by_listener.erase(id->listener);
+  }
+  // Events of this id not yet fetched go; fetched ones must be acknowledged first.
+  auto& q = id->channel->queue;
+  for (auto it = q.begin(); it != q.end();) {
+    if ((*it)->ev.id == cm_id) {
+      delete *it;
+      it = q.erase(it);
+      --id->pending_events;
+    } else {
+      ++it;
+    }
+  }
+  s.cv.wait(g, [&] { return id->pending_events <= 0; });
+  const bool sync = id->channel->sync;
+  Channel* ch = id->channel;
+  g.unlock();
+  s.kick();
+  if (sync) rdma_destroy_event_channel(&ch->ch);
+  delete id;
+  return 0;
+}
+
+RDMACM_EXPORT int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
+  if (!cm_id || !addr) return fail(EINVAL);
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  Id* id = to_id(cm_id);
+  if (id->state != IdState::kIdle) return fail(EINVAL);
+  const int err = bind_locked(s, id, addr);
+  return err ? fail(err) : 0;
+}
+
+// Any address is reachable through the UDP socket; whether a vrnic answers there shows when
+// the CM's REQ is answered (or, after its retries, UNREACHABLE).
+RDMACM_EXPORT int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst,
+                                    int timeout_ms) {
+  if (!cm_id || !dst) return fail(EINVAL);
+  Service& s = Service::get();
+  Id* id = to_id(cm_id);
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    Endpoint d;
+    if (!endpoint_of(dst, d)) return fail(EAFNOSUPPORT);
+    if (id->state == IdState::kIdle) {
+      sockaddr_storage any{};
+      Endpoint me = s.address();
+      me.port = 0;
+      if (src) {
+        endpoint_of(src, me);
+        if (is_wildcard(me)) {
+          const uint16_t port = me.port;
+          me = s.address();
+          me.port = port;
+        }
+      }
+      sockaddr_of(me, any);
+      if (const int err = bind_locked(s, id, reinterpret_cast<sockaddr*>(&any))) return fail(err);
+    } else if (id->state != IdState::kBound) {
+      return fail(EINVAL);
+    }
+    Endpoint me;
+    endpoint_of(&cm_id->route.addr.src_addr, me);
+    if (is_wildcard(me)) {  // bound to any: the device's address, keeping the port
+      const uint16_t port = me.port;
+      me = s.address();
+      me.port = port;
+      sockaddr_of(me, cm_id->route.addr.src_storage);
+    }
+    cm_id->verbs = s.context();
+    sockaddr_of(d, cm_id->route.addr.dst_storage);
+    fill_ib_addr(id);
+    if (d.ipv6 != s.address().ipv6) {
+      post(s, id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
+    } else {
+      id->state = IdState::kAddrResolved;
+      post(s, id, RDMA_CM_EVENT_ADDR_RESOLVED);
+    }
+  }
+  return id->channel->sync ? wait_sync(id, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+}
+
+RDMACM_EXPORT int rdma_resolve_route(rdma_cm_id* cm_id, int timeout_ms) {
+  if (!cm_id) return fail(EINVAL);
+  Service& s = Service::get();
+  Id* id = to_id(cm_id);
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (id->state != IdState::kAddrResolved) return fail(EINVAL);
+    ibv_sa_path_rec& p = id->path;
+    p = {};
+    p.dgid = cm_id->route.addr.addr.ibaddr.dgid;
+    p.sgid = cm_id->route.addr.addr.ibaddr.sgid;
+    p.dlid = p.slid = htons(0xffff);
+    p.hop_limit = 64;
+    p.traffic_class = id->tos;
+    p.reversible = htonl(1);
+    p.numb_path = 1;
+    p.pkey = 0xffff;
+    ibv_port_attr pa{};
+    ibv_query_port(s.context(), 1, &pa);
+    p.mtu = pa.active_mtu;
+    p.rate = 3;  // 10 Gb/s
+    p.packet_life_time = 18;
+    cm_id->route.path_rec = &p;
+    cm_id->route.num_paths = 1;
+    id->state = IdState::kRouteResolved;
+    post(s, id, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  }
+  return id->channel->sync ? wait_sync(id, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
+}
+
+RDMACM_EXPORT int rdma_listen(rdma_cm_id* cm_id, int backlog) {
+  if (!cm_id) return fail(EINVAL);
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  Id* id = to_id(cm_id);
+  if (id->state == IdState::kIdle) {  // listen without bind: any address, a free port
+    sockaddr_storage any{};
+    Endpoint e;
+    e.ipv6 = s.address().ipv6;
+    sockaddr_of(e, any);
+    if (const int err = bind_locked(s, id, reinterpret_cast<sockaddr*>(&any))) return fail(err);
+  }
+  if (id->state != IdState::kBound) return fail(EINVAL);
+  Endpoint local;
+  endpoint_of(&cm_id->route.addr.src_addr, local);
+  uint32_t l = 0;
+  const uint16_t ps = static_cast<uint16_t>(cm_id->ps);
+  const int err = s.manager().listen(ps, local.port, local, is_wildcard(local), backlog, &l,
+                                     id->afonly);
+  if (err) return fail(err);
+  id->listener = l;
+  id->backlog = backlog;
+  id->state = IdState::kListening;
+  s.by_listener[l] = id;
+  return 0;
+}
+
+RDMACM_EXPORT int rdma_set_option(rdma_cm_id* cm_id, int level, int optname, void* optval,
+                                  size_t optlen) {
+  if (!cm_id || !optval) return fail(EINVAL);
+  Id* id = to_id(cm_id);
+  std::lock_guard<std::mutex> g(Service::get().mu);
+  if (level == RDMA_OPTION_IB) {
+    // RDMA_OPTION_IB_PATH: a RoCE path comes from the IP route, as in the kernel CM.
+    return fail(optname == RDMA_OPTION_IB_PATH ? EINVAL : ENOSYS);
+  }
+  if (level != RDMA_OPTION_ID) return fail(ENOSYS);
+  switch (optname) {
+    case RDMA_OPTION_ID_TOS:
+      if (optlen != sizeof(uint8_t)) return fail(EINVAL);
+      id->tos = *static_cast<uint8_t*>(optval);
+      return 0;
+    case RDMA_OPTION_ID_REUSEADDR:
+      if (optlen != sizeof(int)) return fail(EINVAL);
+      id->reuseaddr = *static_cast<int*>(optval) != 0;
+      return 0;
+    case RDMA_OPTION_ID_AFONLY:
+      if (optlen != sizeof(int)) return fail(EINVAL);
+      if (id->state != IdState::kIdle) return fail(EINVAL);  // before bind, as the kernel
+      id->afonly = *static_cast<int*>(optval) != 0;
+      return 0;
+    case RDMA_OPTION_ID_ACK_TIMEOUT:
+      if (optlen != sizeof(uint8_t)) return fail(EINVAL);
+      id->ack_timeout = std::min<uint8_t>(*static_cast<uint8_t*>(optval), 31);
+      return 0;
+    default:
+      return fail(ENOSYS);
+  }
+}
+
+RDMACM_EXPORT __be16 rdma_get_src_port(rdma_cm_id* id) {
+  const sockaddr* sa = &id->route.addr.src_addr;
+  return sa->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port
+                                   : reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
+}
+
+RDMACM_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* id) {
+  const sockaddr* sa = &id->route.addr.dst_addr;
+  return sa->sa_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port
+                                   : reinterpret_cast<const sockaddr_in*>(sa)->sin_port;
+}

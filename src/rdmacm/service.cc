@@ -1,0 +1,170 @@
+// The process's CM service: the device, QP1's MADs into the cm::Manager, its timers, and its events turned into rdma_cm events.
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include "abi/vrnic_private.h"
+#include "rdmacm/state.h"
+
+namespace vrnic::rdmacm {
+namespace {
+
+class WallClock final : public engine::Clock {
+ public:
+  uint64_t now_ns() const override {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
+};
+
+// The device's address from GID 0: ::ffff:a.b.c.d is IPv4.
+bool address_of(ibv_context* ctx, cm::Endpoint& out) {
+  ibv_gid gid;
+  if (ibv_query_gid(ctx, 1, 0, &gid) != 0) return false;
+  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  out = {};
+  if (std::memcmp(gid.raw, kMapped, 12) == 0) {
+    std::memcpy(out.ip.data(), gid.raw + 12, 4);
+  } else {
+    out.ipv6 = true;
+    std::memcpy(out.ip.data(), gid.raw, 16);
+  }
+  return true;
+}
+
+// A CM parameter from the environment (VRNIC_CM_RESPONSE_TIMEOUT, VRNIC_CM_RETRIES).
+uint8_t env_u8(const char* name, uint8_t dflt, uint8_t max) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  const long n = std::strtol(v, nullptr, 0);
+  return static_cast<uint8_t>(std::clamp<long>(n, 0, max));
+}
+
+}  // namespace
+
+struct Service::Port : cm::MadPort {
+  ibv_context* ctx = nullptr;
+  void send_mad(const cm::Endpoint&, const cm::Endpoint& to,
+                std::span<const uint8_t, wire::cm::kMadSize> mad) override {
+    vrnic_gsi_send(ctx, to.ipv6, to.ip.data(), mad.data());
+  }
+};
+
+Service& Service::get() {
+  static Service* s = new Service();  // never destroyed: ids may outlive static destructors
+  return *s;
+}
+
+Service::Service() {
+  int n = 0;
+  ibv_device** list = ibv_get_device_list(&n);
+  if (list && n > 0) ctx_ = ibv_open_device(list[0]);
+  if (list) ibv_free_device_list(list);
+  if (!ctx_ || !address_of(ctx_, addr_)) {
+    std::fprintf(stderr, "vrnic librdmacm: no vrnic device (run the program with `vrnic run`)\n");
+    ctx_ = nullptr;
+    return;
+  }
+  ibv_device_attr attr{};
+  ibv_query_device(ctx_, &attr);
+  cm::Config cfg;
+  cfg.ca_guid = be64toh(attr.node_guid);
+  cfg.cm_response_timeout = env_u8("VRNIC_CM_RESPONSE_TIMEOUT", cfg.cm_response_timeout, 31);
+  cfg.max_cm_retries = env_u8("VRNIC_CM_RETRIES", cfg.max_cm_retries, 15);
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  cfg.seed = static_cast<uint32_t>(ts.tv_nsec ^ (getpid() << 16));
+  next_port_ = static_cast<uint16_t>(32768 + (cfg.seed % 28000));
+  port_ = std::make_unique<Port>();
+  port_->ctx = ctx_;
+  clock_ = std::make_unique<WallClock>();
+  manager_ = std::make_unique<cm::Manager>(cfg, *port_, *clock_);
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  vrnic_gsi_attach(ctx_, &Service::on_mad, this);
+  thread_ = std::thread([this] { run(); });
+  thread_.detach();
+}
+
+ibv_pd* Service::default_pd() {
+  if (!pd_) pd_ = ibv_alloc_pd(ctx_);
+  return pd_;
+}
+
+uint16_t Service::ephemeral_port() {
+  if (++next_port_ < 32768) next_port_ = 32768;
+  return next_port_;
+}
+
+void Service::kick() {
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+}
+
+// Called by the device with its lock held: hand the MAD over and wake the thread.
+int Service::on_mad(void* self, int ipv6, const uint8_t* src, const uint8_t* dst,
+                    const uint8_t* mad) {
+  auto* s = static_cast<Service*>(self);
+  InMad m;
+  m.from.ipv6 = m.to.ipv6 = ipv6 != 0;
+  std::memcpy(m.from.ip.data(), src, 16);
+  std::memcpy(m.to.ip.data(), dst, 16);
+  std::memcpy(m.mad.data(), mad, 256);
+  {
+    std::lock_guard<std::mutex> g(s->in_mu_);
+    s->inbox_.push_back(m);
+  }
+  s->kick();
+  return 1;
+}
+
+void Service::run() {
+  std::vector<InMad> batch;
+  for (;;) {
+    uint64_t next;
+    {
+      std::lock_guard<std::mutex> g(mu);
+      next = manager_->next_timer_ns();
+    }
+    int timeout_ms = -1;
+    if (next != UINT64_MAX) {
+      const uint64_t now = clock_->now_ns();
+      timeout_ms = next <= now ? 0 : static_cast<int>(std::min<uint64_t>((next - now) / 1000000 + 1, 60000));
+    }
+    pollfd p{wake_fd_, POLLIN, 0};
+    poll(&p, 1, timeout_ms);
+    uint64_t v;
+    (void)!read(wake_fd_, &v, sizeof v);
+    {
+      std::lock_guard<std::mutex> g(in_mu_);
+      batch.swap(inbox_);
+    }
+    std::lock_guard<std::mutex> g(mu);
+    for (const InMad& m : batch) manager_->receive(m.from, m.to, m.mad);
+    batch.clear();
+    manager_->on_timer();
+    cm::Event ev;
+    while (manager_->poll_event(ev)) on_event(ev);
+  }
+}
+
+void Service::deliver(Id* id, EventBox* box) {
+  box->ev.id = &id->id;
+  if (!box->private_data.empty()) {
+    box->ev.param.conn.private_data = box->private_data.data();
+    box->ev.param.conn.private_data_len = static_cast<uint8_t>(box->private_data.size());
+  }
+  Channel* ch = id->channel;
+  ch->queue.push_back(box);
+  ++id->pending_events;
+  const uint64_t one = 1;
+  (void)!write(ch->ch.fd, &one, sizeof one);
+}
+
+}  // namespace vrnic::rdmacm

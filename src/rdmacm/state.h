@@ -1,0 +1,140 @@
+// librdmacm.so.1 internals: event channels, communication identifiers, and the process's CM service.
+#pragma once
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cm/manager.h"
+
+#define RDMACM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace vrnic::rdmacm {
+
+// The Q_Key of the RDMA CM's UDP port space (as the kernel's RDMA_UDP_QKEY).
+inline constexpr uint32_t kUdpQkey = 0x01234567;
+
+struct Id;
+
+// An event as the program sees it, with the private data it points to (freed on ack).
+struct EventBox {
+  rdma_cm_event ev{};
+  std::vector<uint8_t> private_data;
+};
+
+// rdma_event_channel: fd is a semaphore eventfd, one count per queued event, so poll() sees
+// it readable exactly while events wait and O_NONBLOCK reads fail with EAGAIN.
+struct Channel {
+  rdma_event_channel ch{};
+  std::deque<EventBox*> queue;  // guarded by the service lock
+  bool sync = false;            // the private channel of an id created without one
+};
+
+enum class IdState : uint8_t {
+  kIdle, kBound, kAddrResolved, kRouteResolved, kListening, kConnecting, kConnectRequest,
+  kAccepting, kConnected, kDisconnected,
+};
+
+// rdma_cm_id: the program holds &id (first member); the rest is the shim's.
+struct Id {
+  rdma_cm_id id{};
+  IdState state = IdState::kIdle;
+  Channel* channel = nullptr;
+  uint32_t conn = 0;       // the Manager's connection, 0 if none
+  uint32_t listener = 0;   // the Manager's listener, 0 if none
+  Id* listen_parent = nullptr;  // a connection request's listening id
+  int backlog = 0;
+  cm::Params mine, peer;   // what this side offered and what the peer did
+  uint8_t tos = 0;
+  bool reuseaddr = false, afonly = false;
+  uint8_t ack_timeout = 14;
+  int pending_events = 0;  // delivered, not yet acknowledged
+  bool own_pd = false;     // the default PD was taken for rdma_create_qp(id, NULL, ...)
+  bool own_cqs = false;    // rdma_create_qp made the CQs (and channels) itself
+  bool own_srq_cq = false;
+  ibv_sa_path_rec path{};
+  std::unique_ptr<ibv_qp_init_attr> ep_attr;  // passive rdma_create_ep: each request's QP
+  std::vector<std::array<uint8_t, 16>> groups;  // multicast groups joined (GIDs)
+};
+
+// The process's connection manager: one vrnic device (ibv_context shared by every id), one
+// cm::Manager, and a thread that takes QP1's MADs and runs the CM's timers.
+class Service {
+ public:
+  static Service& get();  // opens the device on first use; check ok()
+  bool ok() const { return ctx_ != nullptr; }
+  ibv_context* context() const { return ctx_; }
+  const cm::Endpoint& address() const { return addr_; }
+  ibv_pd* default_pd();
+
+  std::mutex mu;  // guards everything below and every Id / Channel
+  std::condition_variable cv;  // an event was acknowledged
+  cm::Manager& manager() { return *manager_; }
+  std::map<uint32_t, Id*> by_conn, by_listener;
+
+  // Queues an event for the program (mu held); the box's pointers are fixed up here.
+  void deliver(Id* id, EventBox* box);
+  // Wakes the thread (a timer may now be earlier).
+  void kick();
+  uint16_t ephemeral_port();  // a source port for the IP CM header
+
+ private:
+  Service();
+  void run();
+  void on_event(const cm::Event& ev);
+  static int on_mad(void* self, int ipv6, const uint8_t* src, const uint8_t* dst,
+                    const uint8_t* mad);
+
+  struct Port;
+  ibv_context* ctx_ = nullptr;
+  ibv_pd* pd_ = nullptr;
+  cm::Endpoint addr_;
+  std::unique_ptr<Port> port_;
+  std::unique_ptr<engine::Clock> clock_;
+  std::unique_ptr<cm::Manager> manager_;
+  int wake_fd_ = -1;
+  uint16_t next_port_ = 0;
+  std::mutex in_mu_;  // the MADs handed over by the device, before the thread takes them
+  struct InMad {
+    cm::Endpoint from, to;
+    std::array<uint8_t, 256> mad;
+  };
+  std::vector<InMad> inbox_;
+  std::thread thread_;
+};
+
+// Event handling behind the scenes (service.cc).
+void handle_connect_response(Service& s, Id* id, const cm::Event& ev);
+
+// QP transitions from what the CM negotiated (qp.cc).
+int qp_to_init(Id* id);
+int qp_to_rtr(Id* id);
+int qp_to_rts(Id* id);
+int qp_to_error(Id* id);
+
+// sockaddr <-> Endpoint (id.cc).
+bool endpoint_of(const sockaddr* sa, cm::Endpoint& out);
+void sockaddr_of(const cm::Endpoint& e, sockaddr_storage& out);
+void fill_ib_addr(Id* id);  // route.addr.addr.ibaddr from the route's two addresses
+
+inline Id* to_id(rdma_cm_id* id) { return reinterpret_cast<Id*>(id); }
+inline Channel* to_channel(rdma_event_channel* ch) { return reinterpret_cast<Channel*>(ch); }
+
+// Errors leave as -1 with errno set, as librdmacm's calls do.
+inline int fail(int err) {
+  errno = err;
+  return -1;
+}
+
+// Waits on a synchronous id's private channel for the event that completes an operation;
+// returns 0, or -1 with errno (the event's status, or the failure it reports).
+int wait_sync(Id* id, rdma_cm_event_type want);
+
+}  // namespace vrnic::rdmacm
