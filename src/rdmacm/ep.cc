@@ -112,6 +112,7 @@ RDMACM_EXPORT int rdma_create_ep(rdma_cm_id** out, rdma_addrinfo* res, ibv_pd* p
     if (r == 0) r = rdma_resolve_route(cm_id, 2000);
   }
   if (r == 0 && qp_init_attr) {
+    qp_init_attr->qp_type = static_cast<ibv_qp_type>(res->ai_qp_type);
     if (res->ai_flags & RAI_PASSIVE) {
       id->ep_attr = std::make_unique<ibv_qp_init_attr>(*qp_init_attr);
       cm_id->pd = pd;

@@ -47,12 +47,32 @@ uint8_t env_u8(const char* name, uint8_t dflt, uint8_t max) {
   return static_cast<uint8_t>(std::clamp<long>(n, 0, max));
 }
 
+bool debug() {
+  static const bool on = [] {
+    const char* v = std::getenv("VRNIC_CM_DEBUG");
+    return v && *v && *v != '0';
+  }();
+  return on;
+}
+
+// VRNIC_CM_DEBUG=1: one line per MAD on stderr (direction, attribute, transaction ID).
+void trace(const char* dir, const uint8_t* mad) {
+  if (!debug()) return;
+  const uint16_t attr = static_cast<uint16_t>(mad[16] << 8 | mad[17]);
+  uint64_t tid = 0;
+  for (int i = 8; i < 16; ++i) tid = tid << 8 | mad[i];
+  std::fprintf(stderr, "vrnic cm[%d]: %s %s tid %llx\n", getpid(), dir,
+               wire::cm::to_string(static_cast<wire::cm::Attr>(attr)),
+               static_cast<unsigned long long>(tid));
+}
+
 }  // namespace
 
 struct Service::Port : cm::MadPort {
   ibv_context* ctx = nullptr;
   void send_mad(const cm::Endpoint&, const cm::Endpoint& to,
                 std::span<const uint8_t, wire::cm::kMadSize> mad) override {
+    trace("tx", mad.data());
     vrnic_gsi_send(ctx, to.ipv6, to.ip.data(), mad.data());
   }
 };
@@ -146,11 +166,20 @@ void Service::run() {
       batch.swap(inbox_);
     }
     std::lock_guard<std::mutex> g(mu);
-    for (const InMad& m : batch) manager_->receive(m.from, m.to, m.mad);
+    for (const InMad& m : batch) {
+      trace("rx", m.mad.data());
+      manager_->receive(m.from, m.to, m.mad);
+    }
     batch.clear();
     manager_->on_timer();
     cm::Event ev;
-    while (manager_->poll_event(ev)) on_event(ev);
+    while (manager_->poll_event(ev)) {
+      if (debug()) {
+        std::fprintf(stderr, "vrnic cm[%d]: event %s conn %x\n", getpid(), cm::to_string(ev.type),
+                     ev.conn);
+      }
+      on_event(ev);
+    }
   }
 }
 
