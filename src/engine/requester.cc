@@ -174,7 +174,10 @@ bool requester_waits_for_rd_atomic(const Qp& qp, const SendWqe& w) {
   return w.is_read_or_atomic() && outstanding >= limit;
 }
 
-Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
+namespace {
+
+// The checks of a WR that need no copy of it: QP state, opcode, SGE count, queue room.
+Errno check_post(Core& c, Qp& qp, const SendWr& wr) {
   QpState s = qp.state();
   if (s != QpState::kRts && s != QpState::kSqd && s != QpState::kErr) return EINVAL;
   switch (wr.opcode) {
@@ -193,7 +196,13 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
   if (wr.num_sge > qp.cap.max_send_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
   if (qp.sq.size() >= qp.cap.max_send_wr) return ENOMEM;
+  return 0;
+}
 
+}  // namespace
+
+Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
+  if (Errno e = check_post(c, qp, wr)) return e;
   SendWqe w;
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
