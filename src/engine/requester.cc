@@ -168,8 +168,11 @@ bool requester_check_local_sges(Core& c, const Qp& qp, const SendWqe& w) {
 }
 
 bool requester_waits_for_rd_atomic(const Qp& qp, const SendWqe& w) {
+  // Counted only for the WQEs that can wait: the count walks the started WQEs.
+  const bool fenced = (w.send_flags & kSendFence) != 0;
+  if (!fenced && !w.is_read_or_atomic()) return false;
   const size_t outstanding = outstanding_rd_atomic(qp);
-  if ((w.send_flags & kSendFence) && outstanding > 0) return true;  // 10.8.3.3
+  if (fenced && outstanding > 0) return true;  // 10.8.3.3
   const uint32_t limit = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
   return w.is_read_or_atomic() && outstanding >= limit;
 }
