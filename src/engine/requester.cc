@@ -402,7 +402,8 @@ void requester_progress(Core& c, Qp& qp) {
   if (!qp.sending() || r.rnr_deadline != 0) return;
   while (r.cursor < qp.sq.size()) {
     SendWqe& w = qp.sq[r.cursor];
-    if (requester_direct_step(c, qp, w) == DirectStep::kAgain) continue;  // requester_direct.cc
+    if (c.config.direct != nullptr && requester_direct_step(c, qp, w) == DirectStep::kAgain)
+      continue;  // direct mode (requester_direct.cc): a copy submitted, or held ones performed
     if (w.is_local()) {
       if (!run_local_wqe(c, qp, w)) break;
       continue;

@@ -12,7 +12,7 @@ enum class DirectStep : uint8_t {
   kAgain,  // a copy was submitted, or the held copies were performed: look at the queue again
 };
 
-// Direct mode's decision for the WQE at the cursor (requester_direct.cc). An RDMA WRITE or
+// Direct mode's decision for the WQE at the cursor (with a DirectLink). An RDMA WRITE or
 // READ at the front of an idle send queue is submitted as a copy; held copies are performed
 // when something behind them must not wait for a poll: a bind or local invalidate, a fenced
 // or rd/atomic-limited WQE they hold up, a full link, or a WQE that goes on the wire.

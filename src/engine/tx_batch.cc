@@ -23,6 +23,8 @@ void TxBatch::reserve(size_t need) {
   if (fill_ > 0) std::memcpy(bigger.get(), arena_.get(), fill_);
   arena_ = std::move(bigger);
   capacity_ = cap;
+  for (size_t i = 0; i < used_; ++i)  // the committed packets moved with the arena
+    pkts_[i].data = {arena_.get() + offset_[i], pkts_[i].data.size()};
 }
 
 std::span<uint8_t> TxBatch::start(const wire::Packet& p, size_t payload_len,
@@ -74,9 +76,6 @@ void TxBatch::commit(PacketPort& port, Counters& c) {
 
 void TxBatch::flush(PacketPort& port) {
   if (used_ == 0) return;
-  // The arena may have grown (moved) since the first packets were committed.
-  for (size_t i = 0; i < used_; ++i)
-    pkts_[i].data = {arena_.get() + offset_[i], pkts_[i].data.size()};
   port.send({pkts_.data(), used_});
   used_ = 0;
   fill_ = 0;
