@@ -15,18 +15,146 @@ constexpr size_t kBuf = 64 * 1024;
 constexpr size_t kRecvBase = 32 * 1024;  // b's receive buffers: 4 KiB each from here
 constexpr uint64_t kCasOriginal = 0x1122334455667788;
 
+// The operations of one run: addresses in a's and b's buffers, keys, inline data, SGE lists.
+struct Ops {
+  uint64_t a = 0, b = 0;  // buffer bases
+  uint32_t lk = 0, rk = 0;
+  uint8_t inl1[40], inl2[60], inl3[100];
+  ibv_sge list3[3], list2[2];
+  uint64_t A(size_t off) const { return a + off; }
+  uint64_t B(size_t off) const { return b + off; }
+  Ops(Outcome& r, const ibv_mr* ma, const ibv_mr* mb)
+      : a(reinterpret_cast<uint64_t>(r.a.data())), b(reinterpret_cast<uint64_t>(r.b.data())),
+        lk(ma->lkey), rk(mb->rkey),
+        list3{{A(21000), 100, lk}, {A(22000), 2000, lk}, {A(25000), 1, lk}},
+        list2{{A(26000), 333, lk}, {A(27000), 1025, lk}} {
+    for (int i = 0; i < 100; ++i) {
+      if (i < 40) inl1[i] = uint8_t(0xa0 + i);
+      if (i < 60) inl2[i] = uint8_t(0x30 + i);
+      inl3[i] = uint8_t(0xff - i);
+    }
+  }
+};
+
+constexpr unsigned kSig = IBV_SEND_SIGNALED;
+
+// The sequence through ibv_wr_*.
+void post_ex(ibv_qp* qa, Ops& o) {
+  ibv_qp_ex* x = ibv_qp_to_qp_ex(qa);
+  ASSERT_NE(x, nullptr);
+  const uint32_t lk = o.lk, rk = o.rk;
+  ibv_wr_start(x);
+  x->wr_id = 1, x->wr_flags = kSig;
+  ibv_wr_send(x);
+  ibv_wr_set_sge(x, lk, o.A(0), 3000);
+  x->wr_id = 2;
+  ibv_wr_send_imm(x, htobe32(0xdeadbeef));
+  ibv_wr_set_sge(x, lk, o.A(3000), 1500);
+  x->wr_id = 3, x->wr_flags = 0;  // unsignaled: no CQE
+  ibv_wr_rdma_write(x, rk, o.B(0));
+  ibv_wr_set_sge(x, lk, o.A(4500), 5000);
+  x->wr_id = 4, x->wr_flags = kSig;
+  ibv_wr_rdma_write_imm(x, rk, o.B(6000), htobe32(0x01020304));
+  ibv_wr_set_sge(x, lk, o.A(10000), 700);
+  x->wr_id = 5;
+  ibv_wr_rdma_read(x, rk, o.B(8192));
+  ibv_wr_set_sge(x, lk, o.A(16384), 2000);
+  x->wr_id = 6;
+  ibv_wr_atomic_cmp_swp(x, rk, o.B(12288), kCasOriginal, 0xabcdef0123456789);
+  ibv_wr_set_sge(x, lk, o.A(20000), 8);
+  x->wr_id = 7;
+  ibv_wr_atomic_fetch_add(x, rk, o.B(12296), 0x1111);
+  ibv_wr_set_sge(x, lk, o.A(20008), 8);
+  x->wr_id = 8;
+  ibv_wr_send(x);
+  const ibv_data_buf bufs[2] = {{o.inl1, sizeof(o.inl1)}, {o.inl2, sizeof(o.inl2)}};
+  ibv_wr_set_inline_data_list(x, 2, bufs);
+  x->wr_id = 9;
+  ibv_wr_rdma_write(x, rk, o.B(14000));
+  ibv_wr_set_inline_data(x, o.inl3, sizeof(o.inl3));
+  x->wr_id = 10;
+  ibv_wr_send(x);
+  ibv_wr_set_sge_list(x, 3, o.list3);
+  x->wr_id = 11;
+  ibv_wr_rdma_write(x, rk, o.B(15000));
+  ibv_wr_set_sge_list(x, 2, o.list2);
+  EXPECT_EQ(ibv_wr_complete(x), 0);
+}
+
+// The same sequence as one ibv_post_send list.
+void post_classic(ibv_qp* qa, Ops& o) {
+  const uint32_t lk = o.lk, rk = o.rk;
+  ibv_sge s[11];
+  ibv_send_wr w[11] = {};
+  auto one = [&](int i, uint64_t id, ibv_wr_opcode op, unsigned flags, ibv_sge sge) {
+    s[i] = sge;
+    w[i].wr_id = id;
+    w[i].opcode = op;
+    w[i].send_flags = flags;
+    w[i].sg_list = &s[i];
+    w[i].num_sge = 1;
+    if (i > 0) w[i - 1].next = &w[i];
+  };
+  one(0, 1, IBV_WR_SEND, kSig, {o.A(0), 3000, lk});
+  one(1, 2, IBV_WR_SEND_WITH_IMM, kSig, {o.A(3000), 1500, lk});
+  w[1].imm_data = htobe32(0xdeadbeef);
+  one(2, 3, IBV_WR_RDMA_WRITE, 0, {o.A(4500), 5000, lk});
+  w[2].wr.rdma = {o.B(0), rk};
+  one(3, 4, IBV_WR_RDMA_WRITE_WITH_IMM, kSig, {o.A(10000), 700, lk});
+  w[3].wr.rdma = {o.B(6000), rk};
+  w[3].imm_data = htobe32(0x01020304);
+  one(4, 5, IBV_WR_RDMA_READ, kSig, {o.A(16384), 2000, lk});
+  w[4].wr.rdma = {o.B(8192), rk};
+  one(5, 6, IBV_WR_ATOMIC_CMP_AND_SWP, kSig, {o.A(20000), 8, lk});
+  w[5].wr.atomic = {o.B(12288), kCasOriginal, 0xabcdef0123456789, rk};
+  one(6, 7, IBV_WR_ATOMIC_FETCH_AND_ADD, kSig, {o.A(20008), 8, lk});
+  w[6].wr.atomic = {o.B(12296), 0x1111, 0, rk};
+  ibv_sge inl[2] = {{reinterpret_cast<uint64_t>(o.inl1), sizeof(o.inl1), 0},
+                    {reinterpret_cast<uint64_t>(o.inl2), sizeof(o.inl2), 0}};
+  one(7, 8, IBV_WR_SEND, kSig | IBV_SEND_INLINE, inl[0]);
+  w[7].sg_list = inl;
+  w[7].num_sge = 2;
+  one(8, 9, IBV_WR_RDMA_WRITE, kSig | IBV_SEND_INLINE,
+      {reinterpret_cast<uint64_t>(o.inl3), sizeof(o.inl3), 0});
+  w[8].wr.rdma = {o.B(14000), rk};
+  one(9, 10, IBV_WR_SEND, kSig, o.list3[0]);
+  w[9].sg_list = o.list3;
+  w[9].num_sge = 3;
+  one(10, 11, IBV_WR_RDMA_WRITE, kSig, o.list2[0]);
+  w[10].sg_list = o.list2;
+  w[10].num_sge = 2;
+  w[10].wr.rdma = {o.B(15000), rk};
+  ibv_send_wr* bad = nullptr;
+  EXPECT_EQ(ibv_post_send(qa, w, &bad), 0);
+}
+
+// Buffers of a known pattern, with the compare-and-swap target at b[12288].
+void fill(Outcome& r) {
+  r.a.resize(kBuf);
+  r.b.resize(kBuf);
+  for (size_t i = 0; i < kBuf; ++i) {
+    r.a[i] = uint8_t(i * 13 + 7);
+    r.b[i] = uint8_t((i * 7) ^ 0x5a);
+  }
+  std::memcpy(&r.b[12288], &kCasOriginal, 8);
+}
+
+// QP numbers differ between runs: name them by role.
+void name_by_role(Outcome& r, uint32_t qpn_a, uint32_t qpn_b) {
+  for (auto* v : {&r.a_cqes, &r.b_cqes})
+    for (Cqe& c : *v)
+      for (uint32_t* f : {&c.qp_num, &c.src_qp}) {
+        if (*f == qpn_a) *f = 0xa;
+        else if (*f == qpn_b) *f = 0xb;
+      }
+}
+
 class Equivalence : public Ext, public ::testing::WithParamInterface<std::tuple<bool, bool>> {
  protected:
   // ex_post: ibv_wr_* instead of ibv_post_send; ex_poll: ibv_start_poll instead of ibv_poll_cq.
   Outcome run(bool ex_post, bool ex_poll) {
     Outcome r;
-    r.a.resize(kBuf);
-    r.b.resize(kBuf);
-    for (size_t i = 0; i < kBuf; ++i) {
-      r.a[i] = uint8_t(i * 13 + 7);
-      r.b[i] = uint8_t((i * 7) ^ 0x5a);
-    }
-    std::memcpy(&r.b[12288], &kCasOriginal, 8);
+    fill(r);
     const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                        IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
     ibv_mr* ma = ibv_reg_mr(pd_, r.a.data(), kBuf, access);
@@ -41,7 +169,27 @@ class Equivalence : public Ext, public ::testing::WithParamInterface<std::tuple<
     if (!qa || !qb) return r;
     connect(qa, qb->qp_num);
     connect(qb, qa->qp_num);
-
+    post_receives(qb, r, mb);
+    Ops ops(r, ma, mb);
+    r.t0 = now_ns(CLOCK_MONOTONIC);
+    r.wall0 = now_ns(CLOCK_REALTIME);
+    if (ex_post) post_ex(qa, ops);
+    else post_classic(qa, ops);
+    r.a_cqes = poll(ca, 10, ex_poll);
+    r.b_cqes = poll(cb, 5, ex_poll);
+    r.t1 = now_ns(CLOCK_MONOTONIC);
+    r.wall1 = now_ns(CLOCK_REALTIME);
+    name_by_role(r, qa->qp_num, qb->qp_num);
+    EXPECT_EQ(ibv_destroy_qp(qa), 0);
+    EXPECT_EQ(ibv_destroy_qp(qb), 0);
+    EXPECT_EQ(ibv_destroy_cq(ca), 0);
+    EXPECT_EQ(ibv_destroy_cq(cb), 0);
+    EXPECT_EQ(ibv_dereg_mr(ma), 0);
+    EXPECT_EQ(ibv_dereg_mr(mb), 0);
+    return r;
+  }
+  // Five 4 KiB receives in b's buffer from kRecvBase.
+  void post_receives(ibv_qp* qb, Outcome& r, const ibv_mr* mb) {
     for (uint64_t i = 0; i < 5; ++i) {
       ibv_sge s{reinterpret_cast<uint64_t>(&r.b[kRecvBase + i * 4096]), 4096, mb->lkey};
       ibv_recv_wr w{};
@@ -51,130 +199,10 @@ class Equivalence : public Ext, public ::testing::WithParamInterface<std::tuple<
       ibv_recv_wr* bad = nullptr;
       EXPECT_EQ(ibv_post_recv(qb, &w, &bad), 0);
     }
-
-    auto A = [&](size_t off) { return reinterpret_cast<uint64_t>(&r.a[off]); };
-    auto B = [&](size_t off) { return reinterpret_cast<uint64_t>(&r.b[off]); };
-    uint8_t inl1[40], inl2[60], inl3[100];
-    for (int i = 0; i < 100; ++i) {
-      if (i < 40) inl1[i] = uint8_t(0xa0 + i);
-      if (i < 60) inl2[i] = uint8_t(0x30 + i);
-      inl3[i] = uint8_t(0xff - i);
-    }
-    const uint32_t lk = ma->lkey, rk = mb->rkey;
-    ibv_sge list3[3] = {{A(21000), 100, lk}, {A(22000), 2000, lk}, {A(25000), 1, lk}};
-    ibv_sge list2[2] = {{A(26000), 333, lk}, {A(27000), 1025, lk}};
-    const unsigned sig = IBV_SEND_SIGNALED;
-
-    r.t0 = now_ns(CLOCK_MONOTONIC);
-    r.wall0 = now_ns(CLOCK_REALTIME);
-    if (ex_post) {
-      ibv_qp_ex* x = ibv_qp_to_qp_ex(qa);
-      EXPECT_NE(x, nullptr);
-      if (!x) return r;
-      ibv_wr_start(x);
-      x->wr_id = 1, x->wr_flags = sig;
-      ibv_wr_send(x);
-      ibv_wr_set_sge(x, lk, A(0), 3000);
-      x->wr_id = 2;
-      ibv_wr_send_imm(x, htobe32(0xdeadbeef));
-      ibv_wr_set_sge(x, lk, A(3000), 1500);
-      x->wr_id = 3, x->wr_flags = 0;  // unsignaled: no CQE
-      ibv_wr_rdma_write(x, rk, B(0));
-      ibv_wr_set_sge(x, lk, A(4500), 5000);
-      x->wr_id = 4, x->wr_flags = sig;
-      ibv_wr_rdma_write_imm(x, rk, B(6000), htobe32(0x01020304));
-      ibv_wr_set_sge(x, lk, A(10000), 700);
-      x->wr_id = 5;
-      ibv_wr_rdma_read(x, rk, B(8192));
-      ibv_wr_set_sge(x, lk, A(16384), 2000);
-      x->wr_id = 6;
-      ibv_wr_atomic_cmp_swp(x, rk, B(12288), kCasOriginal, 0xabcdef0123456789);
-      ibv_wr_set_sge(x, lk, A(20000), 8);
-      x->wr_id = 7;
-      ibv_wr_atomic_fetch_add(x, rk, B(12296), 0x1111);
-      ibv_wr_set_sge(x, lk, A(20008), 8);
-      x->wr_id = 8;
-      ibv_wr_send(x);
-      const ibv_data_buf bufs[2] = {{inl1, sizeof(inl1)}, {inl2, sizeof(inl2)}};
-      ibv_wr_set_inline_data_list(x, 2, bufs);
-      x->wr_id = 9;
-      ibv_wr_rdma_write(x, rk, B(14000));
-      ibv_wr_set_inline_data(x, inl3, sizeof(inl3));
-      x->wr_id = 10;
-      ibv_wr_send(x);
-      ibv_wr_set_sge_list(x, 3, list3);
-      x->wr_id = 11;
-      ibv_wr_rdma_write(x, rk, B(15000));
-      ibv_wr_set_sge_list(x, 2, list2);
-      EXPECT_EQ(ibv_wr_complete(x), 0);
-    } else {
-      ibv_sge s[11];
-      ibv_send_wr w[11] = {};
-      auto one = [&](int i, uint64_t id, ibv_wr_opcode op, unsigned flags, ibv_sge sge) {
-        s[i] = sge;
-        w[i].wr_id = id;
-        w[i].opcode = op;
-        w[i].send_flags = flags;
-        w[i].sg_list = &s[i];
-        w[i].num_sge = 1;
-        if (i > 0) w[i - 1].next = &w[i];
-      };
-      one(0, 1, IBV_WR_SEND, sig, {A(0), 3000, lk});
-      one(1, 2, IBV_WR_SEND_WITH_IMM, sig, {A(3000), 1500, lk});
-      w[1].imm_data = htobe32(0xdeadbeef);
-      one(2, 3, IBV_WR_RDMA_WRITE, 0, {A(4500), 5000, lk});
-      w[2].wr.rdma = {B(0), rk};
-      one(3, 4, IBV_WR_RDMA_WRITE_WITH_IMM, sig, {A(10000), 700, lk});
-      w[3].wr.rdma = {B(6000), rk};
-      w[3].imm_data = htobe32(0x01020304);
-      one(4, 5, IBV_WR_RDMA_READ, sig, {A(16384), 2000, lk});
-      w[4].wr.rdma = {B(8192), rk};
-      one(5, 6, IBV_WR_ATOMIC_CMP_AND_SWP, sig, {A(20000), 8, lk});
-      w[5].wr.atomic = {B(12288), kCasOriginal, 0xabcdef0123456789, rk};
-      one(6, 7, IBV_WR_ATOMIC_FETCH_AND_ADD, sig, {A(20008), 8, lk});
-      w[6].wr.atomic = {B(12296), 0x1111, 0, rk};
-      ibv_sge inl[2] = {{reinterpret_cast<uint64_t>(inl1), sizeof(inl1), 0},
-                        {reinterpret_cast<uint64_t>(inl2), sizeof(inl2), 0}};
-      one(7, 8, IBV_WR_SEND, sig | IBV_SEND_INLINE, inl[0]);
-      w[7].sg_list = inl;
-      w[7].num_sge = 2;
-      one(8, 9, IBV_WR_RDMA_WRITE, sig | IBV_SEND_INLINE,
-          {reinterpret_cast<uint64_t>(inl3), sizeof(inl3), 0});
-      w[8].wr.rdma = {B(14000), rk};
-      one(9, 10, IBV_WR_SEND, sig, list3[0]);
-      w[9].sg_list = list3;
-      w[9].num_sge = 3;
-      one(10, 11, IBV_WR_RDMA_WRITE, sig, list2[0]);
-      w[10].sg_list = list2;
-      w[10].num_sge = 2;
-      w[10].wr.rdma = {B(15000), rk};
-      ibv_send_wr* bad = nullptr;
-      EXPECT_EQ(ibv_post_send(qa, w, &bad), 0);
-    }
-    r.a_cqes = poll(ca, 10, ex_poll);
-    r.b_cqes = poll(cb, 5, ex_poll);
-    r.t1 = now_ns(CLOCK_MONOTONIC);
-    r.wall1 = now_ns(CLOCK_REALTIME);
-    // QP numbers differ between runs: name them by role.
-    for (auto* v : {&r.a_cqes, &r.b_cqes}) {
-      for (Cqe& c : *v) {
-        for (uint32_t* f : {&c.qp_num, &c.src_qp}) {
-          if (*f == qa->qp_num) *f = 0xa;
-          else if (*f == qb->qp_num) *f = 0xb;
-        }
-      }
-    }
-    EXPECT_EQ(ibv_destroy_qp(qa), 0);
-    EXPECT_EQ(ibv_destroy_qp(qb), 0);
-    EXPECT_EQ(ibv_destroy_cq(ca), 0);
-    EXPECT_EQ(ibv_destroy_cq(cb), 0);
-    EXPECT_EQ(ibv_dereg_mr(ma), 0);
-    EXPECT_EQ(ibv_dereg_mr(mb), 0);
-    return r;
   }
 };
 
-TEST_P(Equivalence, same_bytes_and_cqes_as_post_send_and_poll_cq) {
+TEST_P(Equivalence, ibv_wr_and_ibv_start_poll__same_bytes_and_cqes_as_post_send_and_poll_cq) {
   const auto [ex_post, ex_poll] = GetParam();
   const Outcome ref = run(false, false);
   ASSERT_EQ(ref.a_cqes.size(), 10u);
