@@ -1,5 +1,4 @@
-// The completer fed hand-built ACKs and NAKs: past, expected and future PSNs, partial ACKs,
-// a PSN-sequence NAK (Go-Back-N), an RNR NAK, and a remote access NAK ending the QP.
+// The completer fed hand-built ACKs / NAKs: past, expected and future PSNs, NAKs, timers.
 #include "engine/completer.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,4 @@
-// Core on its own: gather / scatter over SGE lists, completions and CQ events, the flush of a
-// QP's queues, and the device-wide in-flight count.
+// Core on its own: gather / scatter, completions and CQ events, queue flush, in-flight count.
 #include "engine/core.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,4 @@
-// The QP state diagram (IBA 10.3.1, 11.2.4.2): every edge allowed or refused, per QP type and
-// cause, the attributes each Modify QP edge requires and allows, and what qp_transition does.
+// The QP state diagram (IBA 10.3.1, 11.2.4.2): every edge, its attributes, and qp_transition.
 #include <gtest/gtest.h>
 
 #include <cerrno>

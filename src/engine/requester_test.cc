@@ -1,5 +1,4 @@
-// The requester over the loop wire: segmentation by path MTU, PSNs and AckReq, the send
-// window, READ pieces, the rd/atomic limit and fences, and the checks of requester_post.
+// The requester over the loop wire: MTU segmentation, window, READ pieces, limits, post checks.
 #include "engine/requester.h"
 
 #include <gtest/gtest.h>

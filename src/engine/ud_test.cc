@@ -1,5 +1,4 @@
-// UD over the loop wire: bytes, CQE fields, the GRH in the receive buffer, Q_Key rules,
-// address handles, pacing, SRQs, and the post-time and modify_qp checks.
+// UD over the loop wire: bytes, CQEs, GRH, Q_Keys, AHs, pacing, SRQs, post and modify checks.
 #include "engine/ud_test_support.h"
 
 namespace vrnic::engine::testing {
