@@ -1,4 +1,4 @@
-// The extended verbs against the classic ones (same bytes and CQEs), and their device/QP/CQ queries.
+// The extended verbs against the classic ones (same bytes and CQEs); device, QP and CQ queries.
 #include "abi/verbs_ext_test_support.h"
 
 namespace vrnic::abi::test {
