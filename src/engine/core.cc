@@ -1,7 +1,7 @@
 // Shared device internals: completions, error transition with flush, packet start, SGE copy.
 #include "engine/core.h"
 
-#include "engine/completer.h"
+#include "engine/qp_transition.h"
 
 #include "wire/psn.h"
 
@@ -114,51 +114,7 @@ void Core::retract_mr(const Mr& mr) {
   if (config.direct != nullptr) config.direct->retract_mr(mr.key);
 }
 
-void Core::direct_flush() {
-  if (direct_ops.empty()) return;
-  direct_scratch.clear();
-  direct_scratch.swap(direct_ops);
-  direct_signaled = 0;
-  const size_t done = config.direct->flush();
-  for (size_t i = 0; i < direct_scratch.size(); ++i) {
-    Qp& qp = *direct_scratch[i];
-    if (i < done) {
-      SendWqe& w = qp.sq.front();
-      ++(w.opcode == WrOpcode::kRdmaRead ? ctr.direct_reads : ctr.direct_writes);
-      ctr.direct_bytes += w.length;
-      --qp.req.direct_pending;
-      completer_retire_local(*this, qp);
-    } else if (qp.req.direct_pending > 0) {
-      // The failed copy and those after it: back to not started, for the wire.
-      RequesterState& r = qp.req;
-      for (uint32_t j = 0; j < r.direct_pending; ++j) {
-        SendWqe& w = qp.sq[j];
-        w.started = w.direct = false;
-        w.no_direct = true;
-        ++ctr.direct_fallbacks;
-      }
-      r.cursor -= r.direct_pending;
-      r.cursor_pkt = 0;
-      r.direct_pending = 0;
-    }
-    mark_tx_ready(qp);
-  }
-  direct_scratch.clear();
-}
-
-void Core::enter_error(Qp& qp) {
-  direct_flush();  // copies submitted before the error complete (or fail) first
-  qp.attr.qp_state = QpState::kErr;
-  publish_qp(qp);
-  recount_inflight(qp);
-  qp.req.ack_deadline = 0;
-  qp.req.rnr_deadline = 0;
-  qp.resp.ack_pending = false;
-  qp.resp.op = ResponderState::Op::kNone;
-  flush_queues(qp);
-  // A QP on an SRQ takes no more of its WQEs from now on (IBA 11.6.3).
-  if (qp.srq != nullptr) async_event(AsyncEventType::kQpLastWqeReached, qp.user_context);
-}
+void Core::enter_error(Qp& qp) { qp_transition(*this, qp, QpState::kErr, QpCause::kError); }
 
 std::span<uint8_t> Core::start_packet(Qp& qp, const wire::Packet& p, size_t payload_len) {
   return tx.start(p, payload_len, qp.ip);

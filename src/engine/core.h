@@ -83,7 +83,7 @@ class Core {
   // cork); the caller flushes (Device::direct_flush, or any poll_cq).
   bool direct_hold = false;
   // Performs the queued copies: completed WQEs retire (CQEs), failed ones go back to their
-  // send queues to be sent on the wire; their QPs are made ready.
+  // send queues to be sent on the wire; their QPs are made ready (requester_direct.cc).
   void direct_flush();
 
   // Starts a packet to the QP's peer; fill the returned span, then commit_packet().

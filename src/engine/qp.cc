@@ -1,5 +1,5 @@
-// QP state machine: the transition table with required / optional attributes per
-// transition (IBA 11.2.4.2 / table 91 for RC), value checks, and the timer encodings.
+// QP state diagram: the allowed transitions with their required / optional attributes
+// (IBA 10.3.1, 11.2.4.2 / table 91 for RC), attribute value checks, and the timer encodings.
 #include "engine/qp.h"
 
 #include <cerrno>
@@ -109,21 +109,43 @@ struct UnreliableTable {
 constexpr UnreliableTable kUc(false);
 constexpr UnreliableTable kUd(true);
 
+constexpr Rule kNoRule{};
+
+// The Modify QP edge from -> to of the QP type's table (invalid when there is none).
+const Rule& modify_rule(QpType type, QpState from, QpState to) {
+  if (static_cast<int>(from) >= kStates || static_cast<int>(to) >= kStates) return kNoRule;
+  const auto& table = type == QpType::kUd ? kUd.r : type == QpType::kUc ? kUc.r : kRc.r;
+  return table[static_cast<int>(from)][static_cast<int>(to)];
+}
+
 }  // namespace
 
-Errno validate_modify(const Qp& qp, const QpAttr& attr, uint32_t mask, uint8_t max_mtu,
-                      uint8_t max_rd_atom) {
-  QpState cur = qp.state();
+bool transition_allowed(QpType type, QpState from, QpState to, QpCause cause) {
+  if (static_cast<int>(from) >= kStates || static_cast<int>(to) >= kStates) return false;
+  switch (cause) {
+    case QpCause::kModify:
+      return modify_rule(type, from, to).valid;
+    case QpCause::kError:
+      // 10.3.1: an error the QP cannot continue from takes it to ERR from any state but
+      // RESET (in ERR again: its queues flush again).
+      return to == QpState::kErr && from != QpState::kReset;
+    case QpCause::kSendQueueError:
+      // 10.3.1: only UC and UD have SQE; a send WQE completed in error while the send
+      // queue works (RTS, or SQD finishing what it started) stops it there.
+      return type != QpType::kRc && to == QpState::kSqe &&
+             (from == QpState::kRts || from == QpState::kSqd);
+  }
+  return false;
+}
+
+Errno validate_modify(QpType type, QpState cur, const QpAttr& attr, uint32_t mask,
+                      uint8_t max_mtu, uint8_t max_rd_atom) {
   if (mask & kAttrCurState) {
     // The caller's idea of the current state must be the real one (11.2.4.2).
     if (attr.cur_qp_state != cur) return EINVAL;
   }
   QpState next = (mask & kAttrState) ? attr.qp_state : cur;
-  if (static_cast<int>(next) >= kStates || static_cast<int>(cur) >= kStates) return EINVAL;
-  const auto& table = qp.type == QpType::kUd   ? kUd.r
-                      : qp.type == QpType::kUc ? kUc.r
-                                               : kRc.r;
-  const Rule& rule = table[static_cast<int>(cur)][static_cast<int>(next)];
+  const Rule& rule = modify_rule(type, cur, next);
   if (!rule.valid) return EINVAL;
   uint32_t given = mask & ~static_cast<uint32_t>(kAttrState);
   if ((given & rule.required) != rule.required) return EINVAL;

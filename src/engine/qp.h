@@ -1,5 +1,5 @@
-// The queue pair: its work queues, requester / responder state and the state machine that
-// validates modify_qp attribute masks (IBA 10.3.1, 11.2.4.2).
+// The queue pair: its work queues, requester / responder state, and the QP state diagram
+// (IBA 10.3.1, 11.2.4.2) that qp_transition (qp_transition.h) enforces.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -142,10 +142,20 @@ class Qp {
   uint32_t mtu() const;
 };
 
-// Validates a modify_qp call against the transition table of the QP type: the transition
-// itself, required and allowed attributes, and their values. Returns 0 or EINVAL.
-Errno validate_modify(const Qp& qp, const QpAttr& attr, uint32_t mask, uint8_t max_mtu,
-                      uint8_t max_rd_atom);
+// What moves a QP from one state to another (IBA 10.3.1, the QP state diagram).
+enum class QpCause : uint8_t {
+  kModify,          // the Modify QP verb (11.2.4.2): the edges of the transition table
+  kError,           // an error the QP cannot continue from: any state but RESET -> ERR
+  kSendQueueError,  // UC / UD: a send WQE completed in error: RTS or SQD -> SQE
+};
+
+// Whether the state diagram has an edge from -> to for this QP type and cause.
+bool transition_allowed(QpType type, QpState from, QpState to, QpCause cause);
+
+// Validates a modify_qp call on a QP of `type` in state `cur` against the transition table:
+// the transition itself, required and allowed attributes, and their values. 0 or EINVAL.
+Errno validate_modify(QpType type, QpState cur, const QpAttr& attr, uint32_t mask,
+                      uint8_t max_mtu, uint8_t max_rd_atom);
 
 // Local ACK timeout for the 5-bit timeout attribute: 4.096 us * 2^t; 0 means infinite.
 uint64_t ack_timeout_ns(uint8_t timeout);

@@ -7,6 +7,7 @@
 
 #include "engine/completer.h"
 #include "engine/mw.h"
+#include "engine/requester_direct.h"
 #include "wire/opcode.h"
 #include "wire/psn.h"
 
@@ -49,17 +50,6 @@ uint8_t data_opcode(const SendWqe& w, uint32_t k, uint32_t n) {
              : last ? wire::kRcWriteLastImm : wire::kRcWriteMiddle;
     default: return 0;
   }
-}
-
-// Local memory check when a WQE starts: every SGE must be a valid local region of the QP's
-// PD; READ and atomic destinations need local write access (IBA 10.6.3).
-bool check_local_sges(Core& c, const Qp& qp, const SendWqe& w) {
-  if (!w.inline_data.empty() || (w.send_flags & kSendInline)) return true;
-  uint32_t need = w.is_read_or_atomic() ? uint32_t{kLocalWrite} : 0u;
-  for (const Sge& s : w.sges)
-    if (s.length != 0 && c.mem.check_local(s.lkey, qp.pd, s.addr, s.length, need) == nullptr)
-      return false;
-  return true;
 }
 
 size_t outstanding_rd_atomic(const Qp& qp) {
@@ -156,46 +146,6 @@ void send_atomic(Core& c, Qp& qp, SendWqe& w) {
   count_sent(c, qp, w.first_psn, 1);
 }
 
-// Direct mode: an RDMA WRITE or READ at the front of an idle send queue (nothing before it
-// outstanding, so ordering is kept) is moved by the DirectLink, if the peer's published
-// tables allow it. The local SGEs have passed check_local_sges.
-bool try_direct(Core& c, Qp& qp, const SendWqe& w) {
-  const bool read = w.opcode == WrOpcode::kRdmaRead;
-  if ((!read && w.opcode != WrOpcode::kRdmaWrite) || w.length == 0) return false;
-  SmallVec<DirectSpan, 4> spans;
-  if (!w.inline_data.empty()) {
-    spans.resize(1);
-    spans[0] = {const_cast<uint8_t*>(w.inline_data.data()), w.inline_data.size(), true};
-  } else {
-    spans.resize(w.sges.size());
-    size_t n = 0;
-    for (const Sge& s : w.sges) {
-      if (s.length == 0) continue;
-      const uint32_t need = read ? uint32_t{kLocalWrite} : 0u;
-      uint8_t* p = c.mem.check_local(s.lkey, qp.pd, s.addr, s.length, need);
-      if (p == nullptr) return false;
-      spans[n++] = {p, s.length, false};
-    }
-    spans.resize(n);
-  }
-  DirectOp op;
-  op.read = read;
-  op.qpn = qp.qpn;
-  op.dest_qpn = qp.attr.dest_qp_num;
-  op.ipv6 = qp.ip.ipv6;
-  op.src_ip = qp.ip.src;
-  op.dest_ip = qp.ip.dst;
-  op.rkey = w.rkey;
-  op.remote_addr = w.remote_addr;
-  op.length = w.length;
-  op.local = std::span<const DirectSpan>(spans.data(), spans.size());
-  if (!c.config.direct->submit(op)) {
-    ++c.ctr.direct_fallbacks;
-    return false;
-  }
-  return true;
-}
-
 WcStatus run_local(Core& c, Qp& qp, const SendWqe& w) {
   if (w.opcode == WrOpcode::kLocalInv) return mw_local_invalidate(c, qp, w.invalidate_rkey);
   // The Bind MW verb binds type 1 windows only, IBV_WR_BIND_MW type 2 only.
@@ -206,7 +156,31 @@ WcStatus run_local(Core& c, Qp& qp, const SendWqe& w) {
 
 }  // namespace
 
-Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
+// Local memory check when a WQE starts: every SGE must be a valid local region of the QP's
+// PD; READ and atomic destinations need local write access (C10-??, 10.6.3).
+bool requester_check_local_sges(Core& c, const Qp& qp, const SendWqe& w) {
+  if (!w.inline_data.empty() || (w.send_flags & kSendInline)) return true;
+  uint32_t need = w.is_read_or_atomic() ? uint32_t{kLocalWrite} : 0u;
+  for (const Sge& s : w.sges)
+    if (s.length != 0 && c.mem.check_local(s.lkey, qp.pd, s.addr, s.length, need) == nullptr)
+      return false;
+  return true;
+}
+
+bool requester_waits_for_rd_atomic(const Qp& qp, const SendWqe& w) {
+  // Counted only for the WQEs that can wait: the count walks the started WQEs.
+  const bool fenced = (w.send_flags & kSendFence) != 0;
+  if (!fenced && !w.is_read_or_atomic()) return false;
+  const size_t outstanding = outstanding_rd_atomic(qp);
+  if (fenced && outstanding > 0) return true;  // 10.8.3.3
+  const uint32_t limit = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
+  return w.is_read_or_atomic() && outstanding >= limit;
+}
+
+namespace {
+
+// The checks of a WR that need no copy of it: QP state, opcode, SGE count, queue room.
+Errno check_post(Core& c, Qp& qp, const SendWr& wr) {
   QpState s = qp.state();
   if (s != QpState::kRts && s != QpState::kSqd && s != QpState::kErr) return EINVAL;
   switch (wr.opcode) {
@@ -225,11 +199,17 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
   if (wr.num_sge > qp.cap.max_send_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
   if (qp.sq.size() >= qp.cap.max_send_wr) return ENOMEM;
+  return 0;
+}
 
+}  // namespace
+
+Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
+  if (Errno e = check_post(c, qp, wr)) return e;
   SendWqe w;
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-  if (total > (uint64_t{1} << 31)) return EINVAL;  // 2^31 bytes at most (C9-94)
+  if (total > (uint64_t{1} << 31)) return EINVAL;  // max message size 2^31 (o10-2.2.?)
   if ((wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv) && wr.num_sge != 0)
     total = 0;  // no data: SGEs of a bind / local invalidate are ignored
 
@@ -323,129 +303,116 @@ bool budget_allows(Core& c, Qp& qp, uint32_t in_flight, uint32_t n) {
   return false;
 }
 
+namespace {
+
+// A bind or local invalidate runs when the queue reaches it and completes (in order) as
+// soon as the WQEs before it have. False: it cannot run yet, or it failed.
+bool run_local_wqe(Core& c, Qp& qp, SendWqe& w) {
+  RequesterState& r = qp.req;
+  if (!w.started) {
+    if (w.local_status != WcStatus::kSuccess) return false;
+    if (qp.state() == QpState::kSqd) return false;
+    if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) return false;  // 10.8.3.3
+    WcStatus st = run_local(c, qp, w);
+    if (st != WcStatus::kSuccess) {
+      w.local_status = st;
+      completer_check_front(c, qp);
+      return false;
+    }
+    w.started = true;
+    w.first_psn = r.next_new_psn;
+    w.npkts = 0;
+  }
+  ++r.cursor;
+  r.cursor_pkt = 0;
+  completer_retire_local(c, qp);
+  return true;
+}
+
+// Starts a WQE on the wire: its PSNs. False while a fence or the rd/atomic limit holds it,
+// or when its local SGEs fail the memory check (it then fails when it reaches the front).
+bool start_wqe(Core& c, Qp& qp, SendWqe& w) {
+  RequesterState& r = qp.req;
+  if (w.local_status != WcStatus::kSuccess) return false;  // waits for the completer
+  if (requester_waits_for_rd_atomic(qp, w)) return false;
+  if (!requester_check_local_sges(c, qp, w)) {
+    w.local_status = WcStatus::kLocProtErr;
+    completer_check_front(c, qp);
+    return false;
+  }
+  w.started = true;
+  w.first_psn = r.next_new_psn;
+  w.npkts = w.is_atomic() ? 1 : packets_for(w.length, qp.mtu());
+  r.next_new_psn = psn_add(r.next_new_psn, w.npkts);
+  r.cursor_pkt = 0;
+  r.next_psn = w.first_psn;
+  return true;
+}
+
+// Sends the next request packet(s) of a started WQE: a READ piece, an atomic, or one
+// SEND / WRITE packet. False when the window or budget holds it, or a gather failed.
+bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
+  RequesterState& r = qp.req;
+  if (w.opcode == WrOpcode::kRdmaRead) {
+    // One piece outstanding per READ: wait until the previous piece is answered.
+    if (r.cursor_pkt != w.read_placed) return false;
+    // A resend inside a piece asks for the rest of that piece only: the responder's ACK
+    // queue entry covers the piece, and a duplicate must be a subset of it.
+    uint32_t n = w.npkts - r.cursor_pkt;
+    if (n > kReadChunkPackets) n = kReadChunkPackets;
+    if (w.read_req_end > r.cursor_pkt) n = w.read_req_end - r.cursor_pkt;
+    if (in_flight != 0 && in_flight + n > kSendWindow) return false;
+    if (!budget_allows(c, qp, in_flight, n)) return false;
+    send_read_request(c, qp, w, r.cursor_pkt, n);
+    r.cursor_pkt += n;
+  } else if (w.is_atomic()) {
+    send_atomic(c, qp, w);
+    r.cursor_pkt = 1;
+  } else {
+    const bool stop_after = in_flight + 1 >= kSendWindow ||
+                            c.inflight - r.counted_inflight + in_flight + 2 > kDeviceWindow;
+    if (!send_data_packet(c, qp, w, r.cursor_pkt, stop_after)) {
+      completer_check_front(c, qp);
+      return false;
+    }
+    ++r.cursor_pkt;
+  }
+  r.next_psn = psn_add(w.first_psn, r.cursor_pkt);
+  return true;
+}
+
+// SQD with the drained event asked for: raised once nothing is outstanding (11.6.3.1).
+void notify_drained(Core& c, Qp& qp) {
+  const RequesterState& r = qp.req;
+  if (qp.state() != QpState::kSqd || !qp.sq_drain_notify) return;
+  if (r.una == r.next_new_psn && (r.cursor >= qp.sq.size() || !qp.sq[r.cursor].started)) {
+    qp.sq_drain_notify = false;
+    c.async_event(AsyncEventType::kSqDrained, qp.user_context);
+  }
+}
+
+}  // namespace
+
+// Go-Back-N: from the cursor, each WQE is started (PSNs assigned) and its packets sent while
+// the window (kSendWindow), the device budget, fences and the rd/atomic limit allow.
 void requester_progress(Core& c, Qp& qp) {
   if (qp.type != QpType::kRc) return unreliable_progress(c, qp);  // ud.cc
   RequesterState& r = qp.req;
   c.recount_inflight(qp);  // acknowledgements or a Go-Back-N may have moved una / next_psn
   if (!qp.sending() || r.rnr_deadline != 0) return;
-  uint32_t mtu = qp.mtu();
   while (r.cursor < qp.sq.size()) {
     SendWqe& w = qp.sq[r.cursor];
-    if (r.direct_pending > 0 && w.is_local()) {
-      c.direct_flush();  // a bind / local invalidate runs after the copies before it
-      continue;
-    }
+    if (c.config.direct != nullptr && requester_direct_step(c, qp, w) == DirectStep::kAgain)
+      continue;  // direct mode (requester_direct.cc): a copy submitted, or held ones performed
     if (w.is_local()) {
-      // A bind or local invalidate runs when the queue reaches it; it completes (in order)
-      // as soon as the WQEs before it have.
-      if (!w.started) {
-        if (w.local_status != WcStatus::kSuccess) break;
-        if (qp.state() == QpState::kSqd) break;
-        if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) break;  // 10.8.3.3
-        WcStatus st = run_local(c, qp, w);
-        if (st != WcStatus::kSuccess) {
-          w.local_status = st;
-          completer_check_front(c, qp);
-          break;
-        }
-        w.started = true;
-        w.first_psn = r.next_new_psn;
-        w.npkts = 0;
-      }
-      ++r.cursor;
-      r.cursor_pkt = 0;
-      completer_retire_local(c, qp);
+      if (!run_local_wqe(c, qp, w)) break;
       continue;
     }
     if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
-    uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
+    const uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
     if (in_flight >= kSendWindow || !budget_allows(c, qp, in_flight, 1)) break;
-    if (!w.started) {
-      if (w.local_status != WcStatus::kSuccess) break;  // waits for the completer
-      if ((w.send_flags & kSendFence) && outstanding_rd_atomic(qp) > 0) {  // 10.8.3.3
-        if (r.direct_pending > 0) {  // held direct READs: perform them, then look again
-          c.direct_flush();
-          continue;
-        }
-        break;
-      }
-      if (w.is_read_or_atomic()) {
-        uint32_t limit = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
-        if (outstanding_rd_atomic(qp) >= limit) {
-          // Held direct READs fill the limit too: perform them now instead of waiting for a
-          // poll (which performs held copies only if one of them is signaled).
-          if (r.direct_pending > 0) {
-            c.direct_flush();
-            continue;
-          }
-          break;
-        }
-      }
-      if (!check_local_sges(c, qp, w)) {
-        w.local_status = WcStatus::kLocProtErr;
-        completer_check_front(c, qp);
-        break;
-      }
-      if (c.config.direct != nullptr && !w.no_direct && r.cursor == r.direct_pending &&
-          r.una == r.next_new_psn) {
-        if (c.config.direct->full()) {
-          c.direct_flush();  // retires (or sends back) the copies before it: look again
-          continue;
-        }
-        if (try_direct(c, qp, w)) {
-          w.started = w.direct = true;
-          w.first_psn = r.next_new_psn;
-          w.npkts = 0;
-          ++r.cursor;
-          r.cursor_pkt = 0;
-          ++r.direct_pending;
-          if (c.direct_ops.empty()) c.direct_first_ns = c.now();
-          c.direct_ops.push_back(&qp);
-          if (w.signaled) ++c.direct_signaled;
-          continue;
-        }
-      }
-      // Nothing goes on the wire while direct copies before it are not done (ordering):
-      // perform them now, then look again.
-      if (r.direct_pending > 0) {
-        c.direct_flush();
-        continue;
-      }
-      w.started = true;
-      w.first_psn = r.next_new_psn;
-      w.npkts = w.is_atomic() ? 1 : packets_for(w.length, mtu);
-      r.next_new_psn = psn_add(r.next_new_psn, w.npkts);
-      r.cursor_pkt = 0;
-      r.next_psn = w.first_psn;
-    }
-    if (w.opcode == WrOpcode::kRdmaRead) {
-      // One piece outstanding per READ: wait until the previous piece is answered.
-      if (r.cursor_pkt != w.read_placed) break;
-      // A resend inside a piece asks for the rest of that piece only: the responder's ACK
-      // queue entry covers the piece, and a duplicate must be a subset of it.
-      uint32_t n = w.npkts - r.cursor_pkt;
-      if (n > kReadChunkPackets) n = kReadChunkPackets;
-      if (w.read_req_end > r.cursor_pkt) n = w.read_req_end - r.cursor_pkt;
-      if (in_flight != 0 && in_flight + n > kSendWindow) break;
-      if (!budget_allows(c, qp, in_flight, n)) break;
-      send_read_request(c, qp, w, r.cursor_pkt, n);
-      r.cursor_pkt += n;
-      r.next_psn = psn_add(w.first_psn, r.cursor_pkt);
-    } else if (w.is_atomic()) {
-      send_atomic(c, qp, w);
-      r.cursor_pkt = 1;
-      r.next_psn = psn_add(w.first_psn, 1);
-    } else {
-      const bool stop_after =
-          in_flight + 1 >= kSendWindow ||
-          c.inflight - r.counted_inflight + in_flight + 2 > kDeviceWindow;
-      if (!send_data_packet(c, qp, w, r.cursor_pkt, stop_after)) {
-        completer_check_front(c, qp);
-        break;
-      }
-      ++r.cursor_pkt;
-      r.next_psn = psn_add(w.first_psn, r.cursor_pkt);
-    }
+    if (!w.started && !start_wqe(c, qp, w)) break;
+    if (!send_request(c, qp, w, in_flight)) break;
     if (r.cursor_pkt >= w.npkts) {
       ++r.cursor;
       r.cursor_pkt = 0;
@@ -453,14 +420,7 @@ void requester_progress(Core& c, Qp& qp) {
     c.recount_inflight(qp);
   }
   c.recount_inflight(qp);
-  if (qp.state() == QpState::kSqd && qp.sq_drain_notify) {
-    bool drained = r.una == r.next_new_psn &&
-                   (r.cursor >= qp.sq.size() || !qp.sq[r.cursor].started);
-    if (drained) {
-      qp.sq_drain_notify = false;
-      c.async_event(AsyncEventType::kSqDrained, qp.user_context);  // 11.6.3.1
-    }
-  }
+  notify_drained(c, qp);
 }
 
 }  // namespace vrnic::engine

@@ -7,36 +7,59 @@
 
 namespace vrnic::engine {
 
+namespace {
+
+constexpr size_t kAlign = 64;
+// Room for a full batch of 4 KiB-MTU packets with their headers: no growth in steady state.
+constexpr size_t kInitialArena = TxBatch::kMaxBatch * 4224;
+
+}  // namespace
+
+void TxBatch::reserve(size_t need) {
+  if (fill_ + need <= capacity_) return;
+  size_t cap = capacity_ == 0 ? kInitialArena : capacity_ * 2;
+  while (cap < fill_ + need) cap *= 2;
+  std::unique_ptr<uint8_t[]> bigger(new uint8_t[cap]);  // not zeroed: every byte is written
+  if (fill_ > 0) std::memcpy(bigger.get(), arena_.get(), fill_);
+  arena_ = std::move(bigger);
+  capacity_ = cap;
+  for (size_t i = 0; i < used_; ++i)  // the committed packets moved with the arena
+    pkts_[i].data = {arena_.get() + offset_[i], pkts_[i].data.size()};
+}
+
 std::span<uint8_t> TxBatch::start(const wire::Packet& p, size_t payload_len,
                                   const wire::IpUdpInfo& ip) {
-  if (bufs_.size() <= used_) bufs_.resize(used_ + 1);
-  if (pkts_.size() <= used_) pkts_.resize(used_ + 1);
-  std::vector<uint8_t>& buf = bufs_[used_];
   wire::Packet hdr = p;
   uint8_t pad = wire::pad_for(payload_len);
   hdr.bth.pad_count = pad;
   header_len_ = wire::header_size(hdr.bth.opcode);
   payload_len_ = payload_len;
+  total_len_ = header_len_ + payload_len + pad + wire::kIcrcSize;
   opcode_ = hdr.bth.opcode;
-  buf.resize(header_len_ + payload_len + pad + wire::kIcrcSize);
-  wire::write_headers(hdr, buf.data());
+  fill_ = (fill_ + kAlign - 1) & ~(kAlign - 1);
+  reserve(total_len_);
+  start_ = fill_;
+  uint8_t* buf = arena_.get() + start_;
+  wire::write_headers(hdr, buf);
   pkts_[used_].ip = ip;
   pkts_[used_].tos = 0;
-  return {buf.data() + header_len_, payload_len};
+  return {buf + header_len_, payload_len};
 }
 
 void TxBatch::commit(PacketPort& port, Counters& c) {
-  std::vector<uint8_t>& buf = bufs_[used_];
+  uint8_t* buf = arena_.get() + start_;
   size_t pad = wire::pad_for(payload_len_);
   size_t body = header_len_ + payload_len_ + pad;
-  std::memset(buf.data() + header_len_ + payload_len_, 0, pad);
-  uint32_t icrc = wire::compute_icrc(pkts_[used_].ip, {buf.data(), body});
-  wire::store_icrc(icrc, buf.data() + body);
-  pkts_[used_].data = {buf.data(), buf.size()};
+  std::memset(buf + header_len_ + payload_len_, 0, pad);
+  uint32_t icrc = wire::compute_icrc(pkts_[used_].ip, {buf, body});
+  wire::store_icrc(icrc, buf + body);
+  offset_[used_] = start_;
+  pkts_[used_].data = {buf, total_len_};
+  fill_ = start_ + total_len_;
   ++used_;
 
   ++c.tx_packets;
-  c.tx_bytes += buf.size();
+  c.tx_bytes += total_len_;
   switch (wire::opcode_info(opcode_).kind) {
     case wire::OpKind::kSend: ++c.tx_send; break;
     case wire::OpKind::kWrite: ++c.tx_write; break;
@@ -55,6 +78,7 @@ void TxBatch::flush(PacketPort& port) {
   if (used_ == 0) return;
   port.send({pkts_.data(), used_});
   used_ = 0;
+  fill_ = 0;
 }
 
 }  // namespace vrnic::engine

@@ -1,9 +1,10 @@
-// Outgoing packets of one engine call: built in place (headers, payload, pad, ICRC) and
-// handed to the PacketPort as one batch.
+// Outgoing packets of one engine call: built in place in one reused buffer (headers, payload,
+// pad, ICRC) and handed to the PacketPort as one batch.
 #pragma once
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 #include "engine/counters.h"
 #include "engine/ports.h"
@@ -25,10 +26,19 @@ class TxBatch {
   size_t pending() const { return used_; }
 
  private:
-  std::vector<std::vector<uint8_t>> bufs_;
-  std::vector<WirePacket> pkts_;
+  // Makes room for `need` more bytes after fill_ (a larger arena; packets keep their offsets).
+  void reserve(size_t need);
+
+  // The batch's packets back to back, each at a 64-byte aligned offset: one buffer reused
+  // from batch to batch, grown (never shrunk) when a batch needs more.
+  std::unique_ptr<uint8_t[]> arena_;
+  size_t capacity_ = 0;
+  size_t fill_ = 0;  // bytes of the arena the committed packets take
+  std::array<WirePacket, kMaxBatch> pkts_;
+  std::array<size_t, kMaxBatch> offset_{};  // where each packet starts in the arena
   size_t used_ = 0;
-  size_t payload_len_ = 0, header_len_ = 0;
+  // The packet started and not yet committed.
+  size_t start_ = 0, payload_len_ = 0, header_len_ = 0, total_len_ = 0;
   uint8_t opcode_ = 0;
 };
 

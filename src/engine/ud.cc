@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "engine/core.h"
+#include "engine/qp_transition.h"
 #include "engine/responder.h"
 #include "wire/opcode.h"
 #include "wire/psn.h"
@@ -149,8 +150,7 @@ void retire(Core& c, Qp& qp, WcStatus st) {
 void send_queue_error(Core& c, Qp& qp, WcStatus st) {
   retire(c, qp, st);
   while (!qp.sq.empty()) retire(c, qp, WcStatus::kWrFlushErr);
-  qp.attr.qp_state = QpState::kSqe;
-  qp.req.rnr_deadline = 0;
+  qp_transition(c, qp, QpState::kSqe, QpCause::kSendQueueError);
 }
 
 // Takes `bytes` from the device's token bucket. When it holds too few, arms the QP's wait

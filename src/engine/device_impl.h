@@ -1,0 +1,85 @@
+// Device::Impl: the object tables and the end-of-call work (ACKs, sends, direct copies).
+#pragma once
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/core.h"
+#include "engine/device.h"
+#include "engine/icrc_peers.h"
+#include "engine/requester.h"
+#include "engine/responder.h"
+#include "engine/srq.h"
+
+namespace vrnic::engine {
+
+struct Device::Impl {
+  Impl(const DeviceConfig& cfg, PacketPort& port, Clock& clock, EventSink& events)
+      : core(cfg, port, clock, events) {}
+
+  Core core;
+  IcrcPeers icrc_peers;
+  std::vector<std::unique_ptr<Pd>> pds;
+  std::vector<std::unique_ptr<Cq>> cqs;
+  std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps;
+  std::vector<std::unique_ptr<Srq>> srqs;
+  uint32_t next_pd_handle = 1;
+  uint32_t next_qpn = 0x11;  // QPN 0 and 1 are the special QPs (IBA 10.2.5)
+
+  Qp* find_qp(uint32_t qpn) {
+    auto it = qps.find(qpn);
+    return it == qps.end() ? nullptr : it->second.get();
+  }
+  bool has_pd(const Pd* pd) const {
+    return std::any_of(pds.begin(), pds.end(), [&](auto& p) { return p.get() == pd; });
+  }
+  bool has_cq(const Cq* cq) const {
+    return std::any_of(cqs.begin(), cqs.end(), [&](auto& c) { return c.get() == cq; });
+  }
+  bool has_srq(const Srq* srq) const {
+    return std::any_of(srqs.begin(), srqs.end(), [&](auto& s) { return s.get() == srq; });
+  }
+
+  // Sends what the engine call produced: coalesced ACKs, then requester packets; performs
+  // the direct copies submitted unless they are held for a batch.
+  void finish() {
+    for (;;) {
+      for (size_t i = 0; i < core.ack_pending.size(); ++i)
+        responder_flush_ack(core, *core.ack_pending[i]);
+      core.ack_pending.clear();
+      for (size_t i = 0; i < core.tx_ready.size(); ++i) requester_progress(core, *core.tx_ready[i]);
+      core.tx_ready.clear();
+      wake_budget_waiters();
+      if (core.direct_hold || core.direct_ops.empty()) break;
+      core.direct_flush();  // makes the QPs ready: WQEs behind the copies may go now
+    }
+    core.tx.flush(core.port);
+  }
+  // Performs held direct copies and what they let go (before a control verb or a poll).
+  void drain_direct() {
+    if (core.direct_ops.empty()) return;
+    const bool hold = core.direct_hold;
+    core.direct_hold = false;
+    finish();
+    core.direct_hold = hold;
+  }
+
+  // QPs held back by the device window send again once it has room (in the order they
+  // stopped, so the budget goes round the QPs instead of to the busiest).
+  void wake_budget_waiters() {
+    if (core.budget_waiters.empty() || core.inflight >= kDeviceWindow) return;
+    waking.clear();
+    waking.swap(core.budget_waiters);  // both keep their capacity: no allocation per call
+    for (Qp* q : waking) {
+      q->req.budget_wait = false;
+      requester_progress(core, *q);  // may put itself back on budget_waiters
+    }
+  }
+  std::vector<Qp*> waking;  // wake_budget_waiters' scratch
+
+  void dispatch(const WirePacket& pkt);
+  void apply(Qp& qp, const QpAttr& a, uint32_t mask);
+};
+
+}  // namespace vrnic::engine

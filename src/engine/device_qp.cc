@@ -1,0 +1,214 @@
+// Device: QP create / modify / query / destroy and the posting verbs (send, receive, bind MW).
+#include "engine/device_impl.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/completer.h"
+#include "engine/qp_transition.h"
+
+namespace vrnic::engine {
+
+// --- QP -------------------------------------------------------------------------------------
+
+Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
+  Impl& d = *impl_;
+  const DeviceLimits& l = d.core.config.limits;
+  err = 0;
+  bool known = init.type == QpType::kRc || init.type == QpType::kUc || init.type == QpType::kUd;
+  if (!known || !d.has_pd(init.pd) || !d.has_cq(init.send_cq) ||
+      !d.has_cq(init.recv_cq)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  if (init.srq != nullptr && !d.has_srq(init.srq)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  QpCap& cap = init.cap;
+  if (init.srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;  // ignored with an SRQ
+  if (cap.max_send_wr > l.max_qp_wr || cap.max_recv_wr > l.max_qp_wr ||
+      cap.max_send_sge > l.max_sge || cap.max_recv_sge > l.max_sge ||
+      cap.max_inline_data > l.max_inline_data) {
+    err = EINVAL;
+    return nullptr;
+  }
+  if (d.qps.size() >= l.max_qp) {
+    err = ENOMEM;
+    return nullptr;
+  }
+  auto qp = std::make_unique<Qp>();
+  while (d.qps.count(d.next_qpn) || d.next_qpn < 2) d.next_qpn = (d.next_qpn + 1) & 0xffffff;
+  qp->qpn = d.next_qpn;
+  d.next_qpn = (d.next_qpn + 1) & 0xffffff;
+  qp->type = init.type;
+  qp->pd = init.pd;
+  qp->send_cq = init.send_cq;
+  qp->recv_cq = init.recv_cq;
+  qp->sq_sig_all = init.sq_sig_all;
+  qp->user_context = init.user_context;
+  // Granted capabilities: at least what was asked for (inline data up to the device limit).
+  if (cap.max_send_wr == 0) cap.max_send_wr = 1;
+  if (cap.max_send_sge == 0) cap.max_send_sge = 1;
+  if (cap.max_recv_sge == 0 && init.srq == nullptr) cap.max_recv_sge = 1;
+  cap.max_inline_data = l.max_inline_data;
+  qp->cap = cap;
+  qp->attr.cap = cap;
+  if (init.type == QpType::kUd) qp->attr.path_mtu = l.active_mtu;  // a datagram's limit
+  qp->src_port = d.core.port.source_port_for(qp->qpn);
+  ++init.pd->users;
+  ++init.send_cq->users;
+  ++init.recv_cq->users;
+  if (init.srq != nullptr) {
+    qp->srq = init.srq;
+    ++init.srq->users;
+  }
+  Qp* raw = qp.get();
+  d.qps.emplace(raw->qpn, std::move(qp));
+  return raw;
+}
+
+uint32_t Device::qp_num(const Qp* qp) const { return qp ? qp->qpn : 0; }
+
+void Device::Impl::apply(Qp& qp, const QpAttr& a, uint32_t mask) {
+  QpAttr& q = qp.attr;
+  if (mask & kAttrAccessFlags) q.qp_access_flags = a.qp_access_flags;
+  if (mask & kAttrPkeyIndex) q.pkey_index = a.pkey_index;
+  if (mask & kAttrPort) q.port_num = a.port_num;
+  if (mask & kAttrQkey) q.qkey = a.qkey;
+  if (mask & kAttrAv) q.ah = a.ah;
+  if (mask & kAttrPathMtu) q.path_mtu = a.path_mtu;
+  if (mask & kAttrTimeout) q.timeout = a.timeout;
+  if (mask & kAttrRetryCnt) q.retry_cnt = a.retry_cnt;
+  if (mask & kAttrRnrRetry) q.rnr_retry = a.rnr_retry;
+  if (mask & kAttrRqPsn) q.rq_psn = a.rq_psn;
+  if (mask & kAttrMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
+  if (mask & kAttrMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer;
+  if (mask & kAttrSqPsn) q.sq_psn = a.sq_psn;
+  if (mask & kAttrMaxDestRdAtomic) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & kAttrDestQpn) q.dest_qp_num = a.dest_qp_num;
+  if (mask & kAttrAv) {
+    // The connection's addresses: source from the device GID, destination from the AV.
+    qp.ip = core.local_ip;
+    qp.ip.src_port = qp.src_port;
+    const Gid& g = a.ah.dgid;
+    qp.ip.dst = {};
+    if (g.is_ipv4_mapped()) std::memcpy(qp.ip.dst.data(), g.raw.data() + 12, 4);
+    else std::memcpy(qp.ip.dst.data(), g.raw.data(), 16);
+  }
+}
+
+Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
+  Impl& d = *impl_;
+  if (qp == nullptr) return EINVAL;
+  d.drain_direct();
+  const DeviceLimits& l = d.core.config.limits;
+  Errno e = validate_modify(qp->type, qp->state(), attr, mask, l.max_mtu,
+                            static_cast<uint8_t>(l.max_qp_rd_atom));
+  if (e != 0) return e;
+  if ((mask & kAttrAv) && attr.ah.dgid.is_ipv4_mapped() != d.core.config.gid.is_ipv4_mapped())
+    return EINVAL;  // one address family per device
+  d.apply(*qp, attr, mask);
+  const QpState next = (mask & kAttrState) ? attr.qp_state : qp->state();
+  e = qp_transition(d.core, *qp, next, QpCause::kModify, mask);  // qp_transition.cc
+  d.core.publish_qp(*qp);
+  d.finish();
+  return e;
+}
+
+Errno Device::query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const {
+  if (qp == nullptr) return EINVAL;
+  attr = qp->attr;
+  attr.cur_qp_state = qp->state();
+  attr.cap = qp->cap;
+  attr.sq_draining = false;
+  if (qp->state() == QpState::kRts || qp->state() == QpState::kSqd)
+    attr.sq_psn = qp->req.next_new_psn;
+  init.type = qp->type;
+  init.pd = qp->pd;
+  init.send_cq = qp->send_cq;
+  init.recv_cq = qp->recv_cq;
+  init.srq = qp->srq;
+  init.cap = qp->cap;
+  init.sq_sig_all = qp->sq_sig_all;
+  init.user_context = qp->user_context;
+  return 0;
+}
+
+Errno Device::destroy_qp(Qp* qp) {
+  Impl& d = *impl_;
+  if (qp == nullptr || d.find_qp(qp->qpn) != qp) return EINVAL;
+  d.drain_direct();
+  auto drop = [&](std::vector<Qp*>& v) { v.erase(std::remove(v.begin(), v.end(), qp), v.end()); };
+  drop(d.core.ack_pending);
+  drop(d.core.tx_ready);
+  drop(d.core.budget_waiters);
+  d.core.inflight -= qp->req.counted_inflight;
+  ud_forget_qp(d.core, *qp);
+  d.core.retract_qp(*qp);
+  --qp->pd->users;
+  --qp->send_cq->users;
+  --qp->recv_cq->users;
+  if (qp->srq != nullptr) --qp->srq->users;
+  d.qps.erase(qp->qpn);
+  return 0;
+}
+
+
+Errno Device::bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindInfo& bind) {
+  Impl& d = *impl_;
+  if (qp == nullptr || d.find_qp(qp->qpn) != qp) return EINVAL;
+  if (!d.core.mem.has_mw(bind.mw) || bind.mw->type != 1) return EINVAL;
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = WrOpcode::kBindMw;
+  wr.send_flags = send_flags;
+  wr.bind = bind;
+  Errno e = requester_post(d.core, *qp, wr, true);
+  if (e == 0) {
+    if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);
+    else d.core.mark_tx_ready(*qp);
+  }
+  d.finish();
+  return e;
+}
+
+// --- fast path ------------------------------------------------------------------------------
+
+Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
+  Impl& d = *impl_;
+  if (qp == nullptr) return EINVAL;
+  Errno e = 0;
+  for (size_t i = 0; i < n; ++i) {
+    e = requester_post(d.core, *qp, wrs[i]);
+    if (e != 0) {
+      if (bad) *bad = i;
+      break;
+    }
+  }
+  if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);  // C10-?? flushed at once
+  else d.core.mark_tx_ready(*qp);
+  d.finish();
+  return e;
+}
+
+Errno Device::post_recv(Qp* qp, const RecvWr* wrs, size_t n, size_t* bad) {
+  Impl& d = *impl_;
+  if (qp == nullptr) return EINVAL;
+  if (qp->srq != nullptr && n > 0) {  // its receives are posted to the SRQ (as rxe)
+    if (bad) *bad = 0;
+    return EINVAL;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    Errno e = responder_post_recv(d.core, *qp, wrs[i]);
+    if (e != 0) {
+      if (bad) *bad = i;
+      d.finish();
+      return e;
+    }
+  }
+  d.finish();
+  return 0;
+}
+
+}  // namespace vrnic::engine

@@ -1,0 +1,158 @@
+// Device: received packets routed by destination QPN and QP state, timers, the direct-copy hold.
+#include "engine/device_impl.h"
+
+#include <cerrno>
+
+#include "engine/completer.h"
+#include "wire/opcode.h"
+
+namespace vrnic::engine {
+
+namespace {
+
+// Counts the packet, checks its ICRC and parses it; false (counted) if it is dropped.
+bool check_and_parse(Counters& ctr, IcrcPeers& icrc_peers, const WirePacket& pkt,
+                     wire::Packet& p) {
+  ++ctr.rx_packets;
+  ctr.rx_bytes += pkt.data.size();
+  switch (icrc_peers.verify(pkt)) {
+    case wire::IcrcVerdict::kOk: break;
+    case wire::IcrcVerdict::kOkRecoveredIpId: ++ctr.rx_icrc_ip_id_recovered; break;
+    case wire::IcrcVerdict::kBad: ++ctr.rx_icrc_errors; return false;
+  }
+  if (wire::parse_packet(pkt.data, p) != wire::ParseError::kOk) {
+    ++ctr.rx_malformed;
+    return false;
+  }
+  return true;
+}
+
+// A datagram QP takes packets from any source; its Q_Key guards it (ud.cc).
+void receive_ud(Core& core, Qp& qp, const wire::Packet& p, const WirePacket& pkt) {
+  ++core.ctr.rx_send;
+  QpState s = qp.state();
+  if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd && s != QpState::kSqe) {
+    ++core.ctr.rx_bad_state;
+    return;
+  }
+  ud_receive(core, qp, p, pkt.ip);
+}
+
+// Counts a connected packet by kind; true for a request (to the responder), false for a
+// response or ACK (to the completer).
+bool count_kind(Counters& ctr, wire::OpKind kind) {
+  switch (kind) {
+    case wire::OpKind::kSend: ++ctr.rx_send; return true;
+    case wire::OpKind::kWrite: ++ctr.rx_write; return true;
+    case wire::OpKind::kReadRequest: ++ctr.rx_read_request; return true;
+    case wire::OpKind::kCompareSwap:
+    case wire::OpKind::kFetchAdd: ++ctr.rx_atomic; return true;
+    case wire::OpKind::kReadResponse: ++ctr.rx_read_response; return false;
+    case wire::OpKind::kAtomicAck: ++ctr.rx_atomic_ack; return false;
+    case wire::OpKind::kAck:
+    case wire::OpKind::kCnp: return false;
+  }
+  return false;
+}
+
+// An RC or UC packet: from the connected peer only, to the responder or the completer as
+// the QP's state allows.
+void receive_connected(Core& core, Qp& qp, const wire::Packet& p, const WirePacket& pkt,
+                       wire::OpKind kind) {
+  Counters& ctr = core.ctr;
+  // IBA 9.6.1: for RC the source must be the path the QP was connected with. A stray
+  // sender — say a new process on the address of a dead peer, whose QPNs and PSN ranges may
+  // repeat — never reaches memory.
+  if (qp.state() != QpState::kReset && qp.state() != QpState::kInit &&
+      (pkt.ip.ipv6 != qp.ip.ipv6 || pkt.ip.src != qp.ip.dst)) {
+    ++ctr.rx_wrong_source;
+    return;
+  }
+  if (kind == wire::OpKind::kCnp) return;  // a CNP is for the device, not a QP
+  const bool request = count_kind(ctr, kind);
+  QpState s = qp.state();
+  if (request) {
+    // The responder works from RTR on (IBA 10.3.1: RTR accepts requests, sends responses).
+    // (UC also in SQE: a send queue error leaves the receive side working, IBA 10.3.1.)
+    if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd &&
+        !(s == QpState::kSqe && qp.type == QpType::kUc)) {
+      ++ctr.rx_bad_state;
+      return;
+    }
+    if (qp.type == QpType::kUc) uc_receive(core, qp, p);  // ud.cc
+    else responder_receive(core, qp, p);
+  } else {
+    if (s != QpState::kRts && s != QpState::kSqd) {
+      ++ctr.rx_bad_state;
+      return;
+    }
+    completer_receive(core, qp, p);
+  }
+}
+
+}  // namespace
+
+void Device::Impl::dispatch(const WirePacket& pkt) {
+  Counters& ctr = core.ctr;
+  wire::Packet p;
+  if (!check_and_parse(ctr, icrc_peers, pkt, p)) return;
+  const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
+  if (info.transport == wire::Transport::kCnp) {
+    ++ctr.rx_cnp;  // congestion control reacts here in a later issue
+    return;
+  }
+  if (info.transport == wire::Transport::kUd && p.bth.dest_qp == kMulticastQpn) {
+    ++ctr.rx_send;
+    ud_receive_multicast(core, p, pkt.ip);  // ud.cc
+    return;
+  }
+  Qp* qp = find_qp(p.bth.dest_qp);
+  if (qp == nullptr) {
+    ++ctr.rx_unknown_qp;
+    return;
+  }
+  const wire::Transport want = qp->type == QpType::kUd   ? wire::Transport::kUd
+                               : qp->type == QpType::kUc ? wire::Transport::kUc
+                                                         : wire::Transport::kRc;
+  if (info.transport != want) {
+    ++ctr.rx_malformed;  // an opcode of another transport than the QP's (9.6.1.? check)
+    return;
+  }
+  if (qp->type == QpType::kUd) return receive_ud(core, *qp, p, pkt);
+  receive_connected(core, *qp, p, pkt, info.kind);
+}
+
+void Device::receive(std::span<const WirePacket> batch) {
+  for (const WirePacket& pkt : batch) impl_->dispatch(pkt);
+  impl_->finish();
+}
+
+uint64_t Device::next_timer_ns() const { return impl_->core.timer_hint; }
+
+void Device::on_timer() {
+  Impl& d = *impl_;
+  for (auto& [qpn, qp] : d.qps) completer_on_timer(d.core, *qp);
+  d.finish();
+  // The exact next deadline, now that the due timers have run (and re-armed).
+  uint64_t t = UINT64_MAX;
+  for (auto& [qpn, qp] : d.qps) {
+    if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);
+    if (qp->req.rnr_deadline != 0) t = std::min(t, qp->req.rnr_deadline);
+  }
+  d.core.timer_hint = t;
+}
+
+void Device::set_direct_hold(bool hold) { impl_->core.direct_hold = hold; }
+void Device::direct_flush() { impl_->drain_direct(); }
+bool Device::direct_queued() const { return !impl_->core.direct_ops.empty(); }
+
+bool Device::has_pending_tx() const {
+  if (!impl_->core.direct_ops.empty()) return true;
+  for (auto& [qpn, qp] : impl_->qps)
+    if (qp->state() == QpState::kRts && qp->req.cursor < qp->sq.size() &&
+        qp->req.rnr_deadline == 0)
+      return true;
+  return false;
+}
+
+}  // namespace vrnic::engine
