@@ -43,7 +43,7 @@ Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t 
   if (!implicit && (length == 0 || addr == nullptr)) return EINVAL;
   if (length > impl_->core.config.limits.max_mr_size) return EINVAL;
   if (iova + length < iova) return EINVAL;
-  // C10-?? remote write or atomic access requires local write access (11.2.8.1).
+  // Remote write or atomic access requires local write access (IBA 11.2.8.1).
   if ((access & (kRemoteWrite | kRemoteAtomic)) && !(access & kLocalWrite)) return EINVAL;
   Mr* mr = impl_->core.mem.add(pd, addr, length, iova, access, impl_->core.config.limits.max_mr);
   if (mr == nullptr) return ENOMEM;

@@ -186,7 +186,7 @@ Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
       break;
     }
   }
-  if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);  // C10-?? flushed at once
+  if (qp->state() == QpState::kErr) d.core.flush_queues(*qp);  // flushed at once (IBA 11.4.1.1)
   else d.core.mark_tx_ready(*qp);
   d.finish();
   return e;

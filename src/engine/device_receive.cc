@@ -4,6 +4,8 @@
 #include <cerrno>
 
 #include "engine/completer.h"
+#include "engine/gsi.h"
+#include "wire/cm_mad.h"
 #include "wire/opcode.h"
 
 namespace vrnic::engine {
@@ -98,12 +100,16 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   if (!check_and_parse(ctr, icrc_peers, pkt, p)) return;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (info.transport == wire::Transport::kCnp) {
-    ++ctr.rx_cnp;  // congestion control reacts here in a later issue
+    ++ctr.rx_cnp;  // counted; the send rate does not react to it
     return;
   }
   if (info.transport == wire::Transport::kUd && p.bth.dest_qp == kMulticastQpn) {
     ++ctr.rx_send;
     ud_receive_multicast(core, p, pkt.ip);  // ud.cc
+    return;
+  }
+  if (p.bth.dest_qp == wire::cm::kGsiQpn) {
+    gsi_receive(core, p, pkt.ip);  // gsi.cc
     return;
   }
   Qp* qp = find_qp(p.bth.dest_qp);
@@ -115,7 +121,7 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
                                : qp->type == QpType::kUc ? wire::Transport::kUc
                                                          : wire::Transport::kRc;
   if (info.transport != want) {
-    ++ctr.rx_malformed;  // an opcode of another transport than the QP's (9.6.1.? check)
+    ++ctr.rx_malformed;  // an opcode of another transport than the QP's (IBA 9.6.1)
     return;
   }
   if (qp->type == QpType::kUd) return receive_ud(core, *qp, p, pkt);
@@ -124,6 +130,11 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
 
 void Device::receive(std::span<const WirePacket> batch) {
   for (const WirePacket& pkt : batch) impl_->dispatch(pkt);
+  impl_->finish();
+}
+
+void Device::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad) {
+  gsi_send(impl_->core, to, mad);
   impl_->finish();
 }
 

@@ -157,7 +157,7 @@ WcStatus run_local(Core& c, Qp& qp, const SendWqe& w) {
 }  // namespace
 
 // Local memory check when a WQE starts: every SGE must be a valid local region of the QP's
-// PD; READ and atomic destinations need local write access (C10-??, 10.6.3).
+// PD; READ and atomic destinations need local write access (IBA 10.6.3).
 bool requester_check_local_sges(Core& c, const Qp& qp, const SendWqe& w) {
   if (!w.inline_data.empty() || (w.send_flags & kSendInline)) return true;
   uint32_t need = w.is_read_or_atomic() ? uint32_t{kLocalWrite} : 0u;
@@ -209,7 +209,7 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
   SendWqe w;
   uint64_t total = 0;
   for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg_list[i].length;
-  if (total > (uint64_t{1} << 31)) return EINVAL;  // max message size 2^31 (o10-2.2.?)
+  if (total > (uint64_t{1} << 31)) return EINVAL;  // 2^31 bytes at most (C9-94)
   if ((wr.opcode == WrOpcode::kBindMw || wr.opcode == WrOpcode::kLocalInv) && wr.num_sge != 0)
     total = 0;  // no data: SGEs of a bind / local invalidate are ignored
 
