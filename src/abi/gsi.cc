@@ -1,4 +1,4 @@
-// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device (vrnic_private.h).
+// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device and to its counters (vrnic_private.h).
 #include <cerrno>
 #include <cstring>
 
@@ -30,5 +30,21 @@ VRNIC_EXPORT int vrnic_gsi_send(ibv_context* ctx, int ipv6, const uint8_t* dst,
   to.ipv6 = ipv6 != 0;
   std::memcpy(to.dst.data(), dst, 16);
   nic->send_gsi(to, std::span<const uint8_t, 256>(mad, 256));
+  return 0;
+}
+
+VRNIC_EXPORT int vrnic_cm_publish(ibv_context* ctx, const uint64_t* values, size_t n) {
+  if (ctx == nullptr || values == nullptr) return EINVAL;
+  vrnic::live::LiveNic* nic = vrnic::abi::to_context(ctx)->nic;
+  if (nic == nullptr) return EINVAL;
+  nic->locked([&](vrnic::engine::Device& d) {
+    vrnic::engine::Counters& c = d.counters();
+    uint64_t* dst[] = {
+#define VRNIC_CM_COUNTER_PTR(name) &c.name,
+        VRNIC_CM_COUNTERS(VRNIC_CM_COUNTER_PTR)
+#undef VRNIC_CM_COUNTER_PTR
+    };
+    for (size_t i = 0; i < n && i < sizeof dst / sizeof dst[0]; ++i) *dst[i] = values[i];
+  });
   return 0;
 }

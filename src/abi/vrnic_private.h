@@ -1,6 +1,7 @@
 /* Entry points of vrnic's libibverbs.so.1 for vrnic's librdmacm.so.1 (version node VRNIC_PRIVATE_1). */
 #pragma once
 #include <infiniband/verbs.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -20,6 +21,10 @@ int vrnic_gsi_attach(struct ibv_context* ctx, vrnic_gsi_handler fn, void* user);
 
 /* Sends a 256-byte MAD from QP1 to the GSI (QP1) of dst. 0 or an errno. */
 int vrnic_gsi_send(struct ibv_context* ctx, int ipv6, const uint8_t* dst, const uint8_t* mad);
+
+/* Publishes the connection manager's counters into the device's counter block (what
+ * `vrnic stats` and VRNIC_STATS show): n values in the order of VRNIC_CM_COUNTERS. */
+int vrnic_cm_publish(struct ibv_context* ctx, const uint64_t* values, size_t n);
 
 #ifdef __cplusplus
 }

@@ -172,6 +172,7 @@ void Service::run() {
     }
     batch.clear();
     manager_->on_timer();
+    publish_counters();
     cm::Event ev;
     while (manager_->poll_event(ev)) {
       if (debug()) {
@@ -181,6 +182,20 @@ void Service::run() {
       on_event(ev);
     }
   }
+}
+
+// The Manager's counters into the device's block, in VRNIC_CM_COUNTERS order.
+void Service::publish_counters() {
+  const cm::Counters& c = manager_->counters();
+  uint64_t v[26];
+  size_t n = 0;
+  for (int i = 0; i < 9; ++i) v[n++] = c.tx[i];
+  for (int i = 0; i < 9; ++i) v[n++] = c.rx[i];
+  for (uint64_t x : {c.retries, c.timeouts, c.rejects_sent, c.rejects_received, c.duplicates,
+                     c.rx_malformed, c.rx_unmatched, c.rx_bad_state}) {
+    v[n++] = x;
+  }
+  vrnic_cm_publish(ctx_, v, n);
 }
 
 void Service::deliver(Id* id, EventBox* box) {

@@ -89,6 +89,7 @@ class Service {
   Service();
   void run();
   void on_event(const cm::Event& ev);
+  void publish_counters();
   static int on_mad(void* self, int ipv6, const uint8_t* src, const uint8_t* dst,
                     const uint8_t* mad);
 
