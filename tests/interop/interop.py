@@ -68,7 +68,41 @@ def cases():
     srq_mw_odp_cases(c)
     ud_uc_cases(c)
     direct_cases(c)
+    cm_cases(c)
     return c
+
+
+def cm(server, client, server_expect=(), client_expect=(), **extra):
+    """A pair that connects through the RDMA CM (vrnic's librdmacm.so.1). The server has
+    127.0.0.1 (the first free address), the client 127.0.0.2; each side's output must match
+    every regex given for it."""
+    return dict({"server": server, "clients": [client], "kind": "cm", "noport": True,
+                 "expect": {"server": list(server_expect), "client0": list(client_expect)}},
+                **extra)
+
+
+def cm_cases(c):
+    """rdmacm-utils and perftest with -R: programs that connect through librdmacm."""
+    done = [r"test complete", r"return status 0"]
+    # rping -V verifies every ping; -v on the client prints each one (200 lines).
+    c["cm_rping"] = cm(["rping", "-s", "-a", "127.0.0.1", "-C", "200", "-V", "-S", "4096"],
+                       ["rping", "-c", "-a", "127.0.0.1", "-C", "200", "-V", "-S", "4096", "-v"],
+                       client_expect=[r"(?s)(ping data: rdma-ping-\d+.*){200}",
+                                      r"ping data: rdma-ping-199: "])
+    c["cm_ucmatose"] = cm(["ucmatose", "-c", "4"], ["ucmatose", "-s", "127.0.0.1", "-c", "4"],
+                          done, ["data transfers complete", *done])
+    c["cm_udaddy"] = cm(["udaddy", "-c", "4"], ["udaddy", "-s", "127.0.0.1", "-c", "4"],
+                        ["data transfers complete", *done], ["data transfers complete", *done])
+    c["cm_rdma_server"] = cm(["rdma_server", "-s", "127.0.0.1"], ["rdma_client", "-s", "127.0.0.1"],
+                             [r"rdma_server: end 0"], [r"rdma_client: end 0"])
+    # cmtime's server (rdma-core v44) serves until it is stopped: the client's table counts.
+    c["cm_cmtime"] = cm(["cmtime", "-b", "127.0.0.1"], ["cmtime", "-s", "127.0.0.1", "-c", "20"],
+                        [], [r"connect\s*:\s*[\d.]+", r"disconnect\s*:\s*[\d.]+"],
+                        server_persists=True)
+    for tool in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat",
+                 "ib_send_lat"]:
+        c["cm_" + tool] = perftest(tool, ["-R", "-n", "1000"])
+    c["cm_ib_send_bw_ud"] = perftest("ib_send_bw", ["-R", "-c", "UD", "-n", "1000"])
 
 
 def ext_cases(c):
@@ -241,10 +275,14 @@ def check_output(kind, out):
     return [f"unknown kind {kind}"]
 
 
+def check_cm_output(spec, tag, out):
+    return [f"missing /{r}/" for r in spec["expect"].get(tag, []) if not re.search(r, out)]
+
+
 def with_port(spec, port):
     """Gives a pair its own TCP port (-p), so cases never meet a listener or TIME_WAIT of
     another run."""
-    if "server" not in spec or spec["kind"] == "integrity":
+    if "server" not in spec or spec["kind"] == "integrity" or spec.get("noport"):
         return spec
     spec = dict(spec)
     spec["server"] = spec["server"][:1] + ["-p", str(port)] + spec["server"][1:]
@@ -276,6 +314,8 @@ def run_case(name, spec, vrnic, bindir, timeout):
                                                    cap(f"client{i}"), spec.get("direct", False))))
         deadline = time.time() + timeout
         for tag, p in procs:
+            if tag == "server" and spec.get("server_persists"):
+                continue  # stopped once the clients are done
             try:
                 rc = p.wait(timeout=max(1, deadline - time.time()))
             except subprocess.TimeoutExpired:
@@ -285,6 +325,12 @@ def run_case(name, spec, vrnic, bindir, timeout):
                 continue
             if rc != 0:
                 problems.append(f"{tag}: exit status {rc}")
+        if spec.get("server_persists"):
+            server = procs[0][1]
+            if server.poll() is not None:
+                problems.append(f"server: exited early with status {server.returncode}")
+            server.kill()
+            server.wait()
         for tag, path in logs:
             out = open(path).read()
             print(f"----- {name} {tag} -----\n{out.rstrip()}")
@@ -293,7 +339,9 @@ def run_case(name, spec, vrnic, bindir, timeout):
                 problems += [f"{tag}: {p}" for p in check_counters(tag, blocks, spec["counters"])]
             # A bw server prints the table too; a lat server may not (perftest prints it on
             # the client only for some tests): require results from the client side always.
-            if tag.startswith("client") or tag == "program" or spec["kind"] in ("bw", "pingpong"):
+            if spec["kind"] == "cm":
+                problems += [f"{tag}: {p}" for p in check_cm_output(spec, tag, out)]
+            elif tag.startswith("client") or tag == "program" or spec["kind"] in ("bw", "pingpong"):
                 problems += [f"{tag}: {p}" for p in check_output(spec["kind"], out)]
             elif spec["kind"] == "integrity":
                 problems += [f"{tag}: {p}" for p in check_output("integrity", out)]
