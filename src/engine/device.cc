@@ -21,8 +21,9 @@
 namespace vrnic::engine {
 
 struct Device::Impl {
-  Impl(const DeviceConfig& cfg, PacketPort& port, Clock& clock, EventSink& events)
-      : core(cfg, port, clock, events) {}
+  Impl(const DeviceConfig& cfg, PacketPort& port, Clock& clock, HostMemory& host,
+       EventSink& events)
+      : core(cfg, port, clock, host, events) {}
 
   Core core;
   IcrcPeers icrc_peers;
@@ -88,8 +89,9 @@ struct Device::Impl {
   void apply(Qp& qp, const QpAttr& a, uint32_t mask);
 };
 
-Device::Device(const DeviceConfig& config, PacketPort& port, Clock& clock, EventSink& events)
-    : impl_(std::make_unique<Impl>(config, port, clock, events)) {}
+Device::Device(const DeviceConfig& config, PacketPort& port, Clock& clock, HostMemory& host,
+               EventSink& events)
+    : impl_(std::make_unique<Impl>(config, port, clock, host, events)) {}
 
 Device::~Device() = default;
 

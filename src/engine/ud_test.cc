@@ -517,6 +517,7 @@ TEST(UdIpv6, grh_is_the_ipv6_header) {
   std::array<uint8_t, 16> addr[2] = {{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
                                      {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}};
   RecordingSink sink[2];
+  FakeHostMemory memory[2];
   std::unique_ptr<Device> dev[2];
   Pd* pd[2];
   Cq* cq[2];
@@ -525,7 +526,7 @@ TEST(UdIpv6, grh_is_the_ipv6_header) {
     transport::LoopPort& port = wire.add_port(addr[i], true);
     DeviceConfig cfg;
     cfg.gid.raw = addr[i];
-    dev[i] = std::make_unique<Device>(cfg, port, wire.clock(), sink[i]);
+    dev[i] = std::make_unique<Device>(cfg, port, wire.clock(), memory[i], sink[i]);
     Device* d = dev[i].get();
     port.set_receiver([d](std::span<const WirePacket> b) { d->receive(b); });
     pd[i] = d->alloc_pd();
