@@ -2,7 +2,10 @@
 # Proves that the include path of each layer admits exactly the layers it is declared over
 # (cmake/layers.cmake): from every layer's include root, one header of every layer is
 # preprocessed; it must be found for the layer itself and the layers below, and must not be
-# found ("No such file or directory") for any other. Run by ctest as layers.includes.
+# found ("No such file or directory") for any other. Then every header of a layer is
+# preprocessed in the layer's own context, so a header that includes upwards fails even if
+# only sources of higher layers include it (test helpers, test_*.h, may include what the
+# tests link). Run by ctest as layers.includes.
 #   check_layers.sh <c++ compiler> <src dir> <layer>:<visible,layers>:<include root>...
 set -uo pipefail
 CXX=$1 SRC=$2
@@ -46,5 +49,17 @@ for from in "${LAYERS[@]}"; do
     fi
   done
 done
-echo "layers: ${#LAYERS[@]}; includes that must work: $down; includes that must fail: $up"
+headers=0
+for layer in "${LAYERS[@]}"; do
+  while read -r h; do
+    printf '#include "%s"\n' "$h" >"$tmp/probe.cc"
+    if ! "$CXX" -std=c++20 -E -I"${ROOT[$layer]}" "$tmp/probe.cc" -o /dev/null 2>"$tmp/err"; then
+      echo "FAIL: $h does not preprocess with the include path of $layer:"; head -3 "$tmp/err"
+      fail=1
+    fi
+    headers=$((headers + 1))
+  done < <(cd "$SRC" && find "$layer" -name '*.h' ! -name 'test_*.h' | LC_ALL=C sort)
+done
+echo "layers: ${#LAYERS[@]}; includes that must work: $down; includes that must fail: $up;" \
+     "headers preprocessed in their own layer: $headers"
 [ $fail -eq 0 ] && [ $down -gt 0 ] && [ $up -gt 0 ]
