@@ -4,11 +4,17 @@
 # against a list of system-call wrappers and clock / thread / socket / file functions;
 # (2) their sources (test, fuzz and benchmark files and test helpers excepted) against
 # includes of system headers and clock reads. Run by ctest as layers.sans_io.
-#   check_sans_io.sh <nm> <src dir> <library.a>...
+#   check_sans_io.sh <nm> <src dir> <layer>:<library.a>...
 set -uo pipefail
 NM=$1 SRC=$2
 shift 2
 fail=0
+LAYERS=() LIBS=()
+for arg in "$@"; do
+  LAYERS+=("${arg%%:*}")
+  LIBS+=("${arg#*:}")
+done
+[ ${#LAYERS[@]} -gt 0 ] || { echo "no layer given"; exit 1; }
 
 # (1) Symbols. Matched whole against the demangled name; C names may carry the
 # _FORTIFY_SOURCE (__x_chk) or large-file (x64) forms.
@@ -31,7 +37,7 @@ cxx_calls='std::thread::.*|std::this_thread::.*|std::chrono::.*_clock::now\(\)|'
 'std::random_device::.*|std::basic_[io]?fstream.*|std::basic_filebuf.*|std::filesystem::.*|'\
 'std::cout|std::cerr|std::clog|std::cin|std::condition_variable::.*|std::mutex::.*'
 deny="^((__)?($c_calls)(64)?(_chk)?|$cxx_calls)\$"
-for lib in "$@"; do
+for lib in "${LIBS[@]}"; do
   if [ ! -f "$lib" ]; then echo "FAIL: $lib not built"; fail=1; continue; fi
   # nm -A: archive:member: symbol; -u undefined only; -C demangled.
   hits=$("$NM" -A -u -C "$lib" | sed -E 's/^([^ ]*) +U +/\1 /' |
@@ -53,7 +59,7 @@ headers='#[[:space:]]*include[[:space:]]*<(sys/[^>]*|unistd\.h|fcntl\.h|poll\.h|
 'stop_token|netinet/[^>]*|arpa/[^>]*|netdb\.h|net/[^>]*|linux/[^>]*|dlfcn\.h|fstream|'\
 'iostream|filesystem)>'
 clocks='(steady_clock|system_clock|high_resolution_clock|file_clock|utc_clock)'
-for layer in engine wire; do
+for layer in "${LAYERS[@]}"; do
   files=$(find "$SRC/$layer" -name '*.cc' -o -name '*.h' | grep -Ev "$exempt" | LC_ALL=C sort)
   hits=$(grep -nE "$headers|$clocks" $files /dev/null | sed "s|^$SRC/||")
   if [ -n "$hits" ]; then
