@@ -47,7 +47,7 @@ step_asan() {
 step_tsan() {
   header "TSan: build/ci-tsan, live/abi/engine unit tests"
   local t=$(date +%s) dir=build/ci-tsan status=PASS races=0 crashed=0
-  local tests=(live_support_test live_nic_test abi_convert_test abi_verbs_test
+  local tests=(live_support_test live_nic_test host_memory_test abi_convert_test abi_verbs_test
                memory_table_test ack_queue_test icrc_peers_test device_test transfer_test
                access_test reliability_test responder_test direct_hold_test
                direct_window_test abi_direct_test)

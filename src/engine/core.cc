@@ -26,9 +26,9 @@ wire::IpUdpInfo ip_from_gid(const Gid& gid) {
 }
 }  // namespace
 
-Core::Core(const DeviceConfig& cfg, PacketPort& p, Clock& c, EventSink& e)
+Core::Core(const DeviceConfig& cfg, PacketPort& p, Clock& c, HostMemory& h, EventSink& e)
     : config(cfg), port(p), clock(c), events(e),
-      ctr(cfg.counters ? *cfg.counters : own_counters), local_ip(ip_from_gid(cfg.gid)) {}
+      ctr(cfg.counters ? *cfg.counters : own_counters), mem(h), local_ip(ip_from_gid(cfg.gid)) {}
 
 void Core::complete(Cq* cq, WorkCompletion wc, bool solicited) {
   if (cq == nullptr) return;

@@ -29,7 +29,8 @@ enum VendorErr : uint32_t {
 
 class Core {
  public:
-  Core(const DeviceConfig& config, PacketPort& port, Clock& clock, EventSink& events);
+  Core(const DeviceConfig& config, PacketPort& port, Clock& clock, HostMemory& host,
+       EventSink& events);
 
   DeviceConfig config;
   PacketPort& port;

@@ -1,4 +1,5 @@
 // Core on its own: gather / scatter, completions and CQ events, queue flush, in-flight count.
+#include "engine/test_host_memory.h"
 #include "engine/core.h"
 
 #include <gtest/gtest.h>
@@ -30,8 +31,9 @@ struct Events : EventSink {
 struct CoreTest : ::testing::Test {
   NullPort port;
   FixedClock clock;
+  testing::FakeHostMemory host;
   Events events;
-  Core core{DeviceConfig{}, port, clock, events};
+  Core core{DeviceConfig{}, port, clock, host, events};
   Pd pd;
   std::vector<uint8_t> one = std::vector<uint8_t>(16), two = std::vector<uint8_t>(32);
   Mr* mr_one = nullptr;

@@ -7,8 +7,9 @@
 
 namespace vrnic::engine {
 
-Device::Device(const DeviceConfig& config, PacketPort& port, Clock& clock, EventSink& events)
-    : impl_(std::make_unique<Impl>(config, port, clock, events)) {}
+Device::Device(const DeviceConfig& config, PacketPort& port, Clock& clock, HostMemory& host,
+               EventSink& events)
+    : impl_(std::make_unique<Impl>(config, port, clock, host, events)) {}
 
 Device::~Device() = default;
 

@@ -42,7 +42,9 @@ struct MrInfo {
 
 class Device {
  public:
-  Device(const DeviceConfig& config, PacketPort& port, Clock& clock, EventSink& events);
+  // The device keeps references to the four ports (ports.h); they outlive it.
+  Device(const DeviceConfig& config, PacketPort& port, Clock& clock, HostMemory& host,
+         EventSink& events);
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

@@ -15,8 +15,9 @@
 namespace vrnic::engine {
 
 struct Device::Impl {
-  Impl(const DeviceConfig& cfg, PacketPort& port, Clock& clock, EventSink& events)
-      : core(cfg, port, clock, events) {}
+  Impl(const DeviceConfig& cfg, PacketPort& port, Clock& clock, HostMemory& host,
+       EventSink& events)
+      : core(cfg, port, clock, host, events) {}
 
   Core core;
   IcrcPeers icrc_peers;

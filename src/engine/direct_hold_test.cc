@@ -68,7 +68,7 @@ struct DirectPair {
       DeviceConfig cfg;
       cfg.gid = n->gid;
       if (direct) cfg.direct = &link;
-      n->dev = std::make_unique<Device>(cfg, *n->port, wire.clock(), n->sink);
+      n->dev = std::make_unique<Device>(cfg, *n->port, wire.clock(), n->memory, n->sink);
       Device* dev = n->dev.get();
       n->port->set_receiver([dev](std::span<const WirePacket> p) { dev->receive(p); });
       n->pd = dev->alloc_pd();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/test_host_memory.h"
 
 namespace vrnic::engine {
 namespace {
@@ -86,6 +87,7 @@ struct Side {
   MemPort port;
   NullSink sink;
   FixedClock clock;
+  testing::FakeHostMemory memory;  // no on-demand region: never asked
   Device dev;
   Pd* pd;
   Cq* cq;
@@ -94,7 +96,7 @@ struct Side {
   MrInfo mr;
 
   Side(uint8_t ip_last, size_t buf_size)
-      : dev(DeviceConfig{gid_of(ip_last), {}, nullptr}, port, clock, sink), buf(buf_size) {
+      : dev(DeviceConfig{gid_of(ip_last), {}, nullptr}, port, clock, memory, sink), buf(buf_size) {
     pd = dev.alloc_pd();
     uint32_t cqe = 1 << 16;
     cq = dev.create_cq(cqe, nullptr);

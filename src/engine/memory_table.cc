@@ -1,7 +1,7 @@
 // The memory table: key allocation with generations and the per-access protection check.
 #include "engine/memory_table.h"
 
-#include "engine/odp.h"
+#include "engine/ports.h"
 
 namespace vrnic::engine {
 
@@ -145,7 +145,7 @@ uint8_t* MemoryTable::check(uint32_t key, const Pd* pd, uint64_t va, uint64_t le
     // Not pinned: the pages must be there now (an implicit region has host 0, iova = va).
     auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(mr->host) + (va - mr->iova));
     if (len != 0 &&
-        !odp_pages_present(p, len, (required & (kLocalWrite | kRemoteWrite | kRemoteAtomic)) != 0))
+        !host_.pages_present(p, len, (required & (kLocalWrite | kRemoteWrite | kRemoteAtomic)) != 0))
       return fail(AccessError::kNotMapped);
     if (err) *err = AccessError::kOk;
     return p;
@@ -193,7 +193,7 @@ uint8_t* MemoryTable::check_window(const Mw& mw, uint32_t rkey, const Pd* pd, ui
   const uint64_t mr_va = mw.addr + (va - base);
   auto* p = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(mr.host) + (mr_va - mr.iova));
   if ((mr.access & kOnDemand) && len != 0 &&
-      !odp_pages_present(p, len, (required & (kRemoteWrite | kRemoteAtomic)) != 0))
+      !host_.pages_present(p, len, (required & (kRemoteWrite | kRemoteAtomic)) != 0))
     return fail(AccessError::kNotMapped);
   if (err) *err = AccessError::kOk;
   return p;

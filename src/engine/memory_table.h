@@ -9,6 +9,8 @@
 
 namespace vrnic::engine {
 
+class HostMemory;
+
 class Pd {
  public:
   uint32_t handle = 0;
@@ -54,7 +56,8 @@ class MemoryTable {
  public:
   static constexpr uint32_t kGenerationBits = 8;
 
-  MemoryTable() = default;
+  // `host` answers whether the pages of an on-demand region are present (ports.h).
+  explicit MemoryTable(HostMemory& host) : host_(host) {}
   ~MemoryTable();  // frees the MRs still registered (the device is going away)
   MemoryTable(const MemoryTable&) = delete;
   MemoryTable& operator=(const MemoryTable&) = delete;
@@ -71,6 +74,7 @@ class MemoryTable {
   bool has_mw(const Mw* mw) const;   // still allocated here (safe for a freed pointer)
   bool has_mr(const Mr* mr) const;   // still registered here (safe for a freed pointer)
   size_t size() const { return live_; }
+  HostMemory& host() const { return host_; }
 
   // Bounds (including va + len overflow), access and PD are all checked before the caller
   // moves any byte. `required` is a set of Access bits (0 for a local read). On success
@@ -96,6 +100,7 @@ class MemoryTable {
                         uint32_t required, AccessError* err) const;
   int64_t take_slot();
 
+  HostMemory& host_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   size_t live_ = 0;

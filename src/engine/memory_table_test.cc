@@ -1,13 +1,16 @@
 // Unit tests of the memory table: keys with generations, bounds, access and PD checks.
 #include "engine/memory_table.h"
 
+#include "engine/test_host_memory.h"
+
 #include <gtest/gtest.h>
 
 namespace vrnic::engine {
 namespace {
 
 struct Table : ::testing::Test {
-  MemoryTable t;
+  testing::FakeHostMemory host;
+  MemoryTable t{host};
   Pd pd, other;
   uint8_t buf[4096];
 };

@@ -2,8 +2,8 @@
 // read-only pages fail with the IB error (never a signal), implicit ODP, ibv_advise_mr.
 #include "engine/odp.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
+#include <cstring>
+#include <new>
 
 #include <gtest/gtest.h>
 
@@ -15,50 +15,43 @@ namespace {
 constexpr uint32_t kAll = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
 constexpr uint32_t kPrefetch = 0, kPrefetchWrite = 1, kPrefetchNoFault = 2;
 
-// Three pages: [0] read-write, [1] inaccessible (PROT_NONE: reserved, so no other mapping of
-// the process can land there as it could in an unmapped hole), [2] read-only.
+// Three pages of ordinary memory, as the node's FakeHostMemory presents them: [0] read-write,
+// [1] absent, [2] read-only. The bytes stay readable and writable underneath, so a test can
+// check that a refused access changed none of them.
 struct Region {
-  size_t ps = size_t(sysconf(_SC_PAGESIZE));
-  uint8_t* base = nullptr;
-  Region() {
-    base = static_cast<uint8_t*>(
-        mmap(nullptr, 3 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    EXPECT_NE(base, MAP_FAILED);
+  FakeHostMemory& host;
+  size_t ps = host.page_size();
+  uint8_t* base = static_cast<uint8_t*>(::operator new(3 * ps, std::align_val_t(ps)));
+  explicit Region(FakeHostMemory& h) : host(h) {
     std::memset(base, 0x5a, 3 * ps);
-    EXPECT_EQ(mprotect(base + ps, ps, PROT_NONE), 0);
-    EXPECT_EQ(mprotect(base + 2 * ps, ps, PROT_READ), 0);
+    host.map(base, ps);
+    host.map_read_only(base + 2 * ps, ps);
   }
-  ~Region() { munmap(base, 3 * ps); }
+  ~Region() {
+    host.unmap(base, 3 * ps);
+    ::operator delete(base, std::align_val_t(ps));
+  }
   uint64_t addr(size_t page, size_t off = 0) const {
     return reinterpret_cast<uint64_t>(base + page * ps + off);
   }
+  bool untouched(size_t page) const {  // every byte of the page still 0x5a
+    for (size_t i = 0; i < ps; ++i)
+      if (base[page * ps + i] != 0x5a) return false;
+    return true;
+  }
 };
 
-TEST(OdpPages, odp_pages_present__reports_mapping_and_write_permission) {
-  Region r;
-  EXPECT_TRUE(odp_pages_present(r.base, r.ps, false));
-  EXPECT_TRUE(odp_pages_present(r.base, r.ps, true));
-  EXPECT_FALSE(odp_pages_present(r.base, r.ps + 1, false));  // runs into the hole
-  EXPECT_FALSE(odp_pages_present(r.base + r.ps + 10, 4, false));
-  EXPECT_TRUE(odp_pages_present(r.base + 2 * r.ps, r.ps, false));
-  EXPECT_FALSE(odp_pages_present(r.base + 2 * r.ps, r.ps, true));  // read-only page
-  EXPECT_EQ(r.base[0], 0x5a);  // the write probe left the byte as it was
-  EXPECT_TRUE(odp_pages_present(r.base, 0, true));
-}
-
-TEST(OdpPages, odp_pages_present__pipe_fallback_gives_the_same_answers) {
-  Region r;
-  r.base[5] = 0x42;
-  EXPECT_TRUE(odp_pages_present_by_pipe(r.base, r.ps, false));
-  EXPECT_TRUE(odp_pages_present_by_pipe(r.base + 5, r.ps - 5, true));
-  EXPECT_EQ(r.base[5], 0x42);  // written back unchanged
-  EXPECT_FALSE(odp_pages_present_by_pipe(r.base, r.ps + 1, false));
-  EXPECT_FALSE(odp_pages_present_by_pipe(r.base + r.ps + 10, 4, false));
-  EXPECT_TRUE(odp_pages_present_by_pipe(r.base + 2 * r.ps, r.ps, false));
-  EXPECT_FALSE(odp_pages_present_by_pipe(r.base + 2 * r.ps, r.ps, true));
-  // The pipe stays empty after a refused write-back: the next answers are still right.
-  EXPECT_TRUE(odp_pages_present_by_pipe(r.base, 16, true));
-  EXPECT_EQ(r.base[0], 0x5a);
+TEST(FakeHostMemory, pages_present__reports_mapping_and_write_permission) {
+  FakeHostMemory host;
+  Region r(host);
+  EXPECT_TRUE(host.pages_present(r.base, r.ps, false));
+  EXPECT_TRUE(host.pages_present(r.base, r.ps, true));
+  EXPECT_FALSE(host.pages_present(r.base, r.ps + 1, false));  // runs into the hole
+  EXPECT_FALSE(host.pages_present(r.base + r.ps + 10, 4, false));
+  EXPECT_TRUE(host.pages_present(r.base + 2 * r.ps, r.ps, false));
+  EXPECT_FALSE(host.pages_present(r.base + 2 * r.ps, r.ps, true));  // read-only page
+  EXPECT_TRUE(host.pages_present(r.base, 0, true));
+  EXPECT_FALSE(host.pages_present(nullptr, 8, false));  // nothing is present unless mapped
 }
 
 struct Odp : ::testing::Test {
@@ -67,13 +60,14 @@ struct Odp : ::testing::Test {
   Node& b = f.add_node(2);
   Qp* qa = a.create_qp();
   Qp* qb = b.create_qp();
-  Region r;
+  Region r{b.memory};
   MrInfo odp;  // b: ODP MR over the three pages
 
   void SetUp() override {
     Fabric::connect(a, qa, b, qb);
     // Registration does not touch the pages: the hole and the read-only page are fine.
     ASSERT_EQ(b.dev->reg_mr(b.pd, r.base, 3 * r.ps, r.addr(0), kAll | kOnDemand, odp), 0);
+    EXPECT_EQ(b.memory.checks, 0u);
   }
   WorkCompletion rdma(WrOpcode op, Buffer& local, uint32_t len, uint64_t remote, uint32_t rkey) {
     Sge sg{local.addr(), len, local.mr.lkey};
@@ -100,9 +94,11 @@ TEST_F(Odp, write__and_read_on_mapped_pages_succeed) {
 
 TEST_F(Odp, write__to_unmapped_page_is_remote_access_error) {
   Buffer& src = a.reg(64);
+  fill_random(src.data(), 64, 6);
   WorkCompletion wc = rdma(WrOpcode::kRdmaWrite, src, 64, r.addr(1, 0), odp.rkey);
   EXPECT_EQ(wc.status, WcStatus::kRemAccessErr);
   EXPECT_EQ(b.ctr().tx_nak_rem_access, 1u);
+  EXPECT_TRUE(r.untouched(1));  // nothing written to the absent page
 }
 
 TEST_F(Odp, write__spanning_into_unmapped_page_writes_nothing) {
@@ -111,30 +107,37 @@ TEST_F(Odp, write__spanning_into_unmapped_page_writes_nothing) {
   WorkCompletion wc = rdma(WrOpcode::kRdmaWrite, src, 128, r.addr(0, r.ps - 64), odp.rkey);
   EXPECT_EQ(wc.status, WcStatus::kRemAccessErr);
   EXPECT_EQ(r.base[r.ps - 64], 0x5a);  // checked before the first byte
+  EXPECT_TRUE(r.untouched(0));
+  EXPECT_TRUE(r.untouched(1));
 }
 
 TEST_F(Odp, write__to_read_only_page_is_remote_access_error) {
   Buffer& src = a.reg(64);
+  fill_random(src.data(), 64, 7);
   WorkCompletion wc = rdma(WrOpcode::kRdmaWrite, src, 64, r.addr(2, 0), odp.rkey);
   EXPECT_EQ(wc.status, WcStatus::kRemAccessErr);
   EXPECT_EQ(r.base[2 * r.ps], 0x5a);
+  EXPECT_TRUE(r.untouched(2));
 }
 
 TEST_F(Odp, read__on_unmapped_page_is_remote_access_error) {
   Buffer& dst = a.reg(64);
   EXPECT_EQ(rdma(WrOpcode::kRdmaRead, dst, 64, r.addr(1, 0), odp.rkey).status,
             WcStatus::kRemAccessErr);
+  EXPECT_EQ(dst.data()[0], 0);  // the absent page's bytes were not read back
+  EXPECT_EQ(dst.data()[63], 0);
 }
 
 TEST_F(Odp, atomic__on_unmapped_page_is_remote_access_error) {
   Buffer& dst = a.reg(8);
   EXPECT_EQ(rdma(WrOpcode::kAtomicFetchAdd, dst, 8, r.addr(1, 0), odp.rkey).status,
             WcStatus::kRemAccessErr);
+  EXPECT_TRUE(r.untouched(1));  // no add happened
 }
 
 TEST_F(Odp, post_send__local_sge_on_unmapped_page_is_local_protection_error) {
   // a sends from its own ODP region with a hole.
-  Region local;
+  Region local(a.memory);
   MrInfo mr;
   ASSERT_EQ(a.dev->reg_mr(a.pd, local.base, 3 * local.ps, local.addr(0), kAll | kOnDemand, mr), 0);
   Buffer& dst = b.reg(4096);
@@ -158,13 +161,14 @@ TEST_F(Odp, reg_mr__implicit_region_covers_the_address_space) {
   MrInfo imp;
   ASSERT_EQ(b.dev->reg_mr(b.pd, nullptr, SIZE_MAX, 0, kAll | kOnDemand, imp), 0);
   std::vector<uint8_t> target(1000, 0);
+  b.memory.map(target.data(), target.size());
   Buffer& src = a.reg(1000);
   fill_random(src.data(), 1000, 5);
   EXPECT_EQ(rdma(WrOpcode::kRdmaWrite, src, 1000, reinterpret_cast<uint64_t>(target.data()),
                  imp.rkey).status,
             WcStatus::kSuccess);
   EXPECT_EQ(std::memcmp(target.data(), src.data(), 1000), 0);
-  // Address 0 is never mapped: an error, not a crash.
+  // Address 0 is not mapped: an error, not a crash.
   Buffer& dst = a.reg(8);
   EXPECT_EQ(rdma(WrOpcode::kRdmaRead, dst, 8, 0, imp.rkey).status, WcStatus::kRemAccessErr);
 }

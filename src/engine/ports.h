@@ -1,4 +1,5 @@
-// The three narrow interfaces through which the sans-IO engine meets the world.
+// The narrow interfaces through which the sans-IO engine meets the world: PacketPort, Clock,
+// HostMemory, EventSink, and DirectLink in direct mode.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -100,6 +101,17 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual uint64_t now_ns() const = 0;
+};
+
+// The pages of this process as the device's page tables see them. A registered region is
+// pinned and always there; an on-demand (ODP) region is not, so the engine asks before each
+// access whether its pages are present, as a NIC takes a page fault.
+class HostMemory {
+ public:
+  virtual ~HostMemory() = default;
+  // True if every page of [p, p+len) is mapped readable, and writable when `write`, and
+  // then also faulted in; true for len 0. Changes no byte and never raises a signal.
+  virtual bool pages_present(const uint8_t* p, uint64_t len, bool write) = 0;
 };
 
 // Notifications out of the engine; called with the engine's lock held, must not call back

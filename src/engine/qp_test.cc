@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/test_host_memory.h"
 #include "engine/core.h"
 #include "engine/qp_transition.h"
 
@@ -166,8 +167,9 @@ struct Events : EventSink {
 struct Transition : ::testing::Test {
   NullPort port;
   FixedClock clock;
+  testing::FakeHostMemory host;
   Events events;
-  Core core{DeviceConfig{}, port, clock, events};
+  Core core{DeviceConfig{}, port, clock, host, events};
   Cq cq{64, nullptr};
   Qp qp;
   void SetUp() override { qp.send_cq = qp.recv_cq = &cq; }

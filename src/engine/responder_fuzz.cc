@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/test_host_memory.h"
 #include "wire/icrc.h"
 
 namespace {
@@ -31,9 +32,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   NullPort port;
   FixedClock clock;
   NullSink sink;
+  testing::FakeHostMemory memory;  // no on-demand region: never asked
   DeviceConfig cfg;
   cfg.gid.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
-  Device dev(cfg, port, clock, sink);
+  Device dev(cfg, port, clock, memory, sink);
   Pd* pd = dev.alloc_pd();
   uint32_t cqe = 64;
   Cq* cq = dev.create_cq(cqe, nullptr);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/test_host_memory.h"
 #include "transport/loop/loop_wire.h"
 
 namespace vrnic::engine::testing {
@@ -39,6 +40,7 @@ struct Buffer {
 struct Node {
   transport::LoopPort* port = nullptr;
   RecordingSink sink;
+  FakeHostMemory memory;  // the pages of this node's on-demand regions
   std::unique_ptr<Device> dev;
   Pd* pd = nullptr;
   Cq* cq = nullptr;
@@ -96,7 +98,7 @@ class Fabric {
     n->gid.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, ip_last};
     DeviceConfig cfg;
     cfg.gid = n->gid;
-    n->dev = std::make_unique<Device>(cfg, *n->port, wire_.clock(), n->sink);
+    n->dev = std::make_unique<Device>(cfg, *n->port, wire_.clock(), n->memory, n->sink);
     Device* dev = n->dev.get();
     n->port->set_receiver([dev](std::span<const WirePacket> b) { dev->receive(b); });
     n->pd = dev->alloc_pd();

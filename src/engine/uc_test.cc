@@ -1,5 +1,5 @@
 // UC over the loop wire: SEND / WRITE without ACKs, loss semantics, access and post-time checks.
-#include "engine/ud_test_support.h"
+#include "engine/test_ud.h"
 
 namespace vrnic::engine::testing {
 namespace {

@@ -1,5 +1,5 @@
 // UD multicast over the loop wire: group delivery to attached QPs, attach / detach checks, limits.
-#include "engine/ud_test_support.h"
+#include "engine/test_ud.h"
 
 namespace vrnic::engine::testing {
 namespace {

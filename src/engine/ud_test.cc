@@ -1,5 +1,5 @@
 // UD over the loop wire: bytes, CQEs, GRH, Q_Keys, AHs, pacing, SRQs, post and modify checks.
-#include "engine/ud_test_support.h"
+#include "engine/test_ud.h"
 
 namespace vrnic::engine::testing {
 namespace {
@@ -310,6 +310,7 @@ TEST(UdIpv6, receive__grh_area_holds_the_ipv6_header) {
   std::array<uint8_t, 16> addr[2] = {{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
                                      {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}};
   RecordingSink sink[2];
+  FakeHostMemory memory[2];
   std::unique_ptr<Device> dev[2];
   Pd* pd[2];
   Cq* cq[2];
@@ -318,7 +319,7 @@ TEST(UdIpv6, receive__grh_area_holds_the_ipv6_header) {
     transport::LoopPort& port = wire.add_port(addr[i], true);
     DeviceConfig cfg;
     cfg.gid.raw = addr[i];
-    dev[i] = std::make_unique<Device>(cfg, port, wire.clock(), sink[i]);
+    dev[i] = std::make_unique<Device>(cfg, port, wire.clock(), memory[i], sink[i]);
     Device* d = dev[i].get();
     port.set_receiver([d](std::span<const WirePacket> b) { d->receive(b); });
     pd[i] = d->alloc_pd();

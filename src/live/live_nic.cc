@@ -25,6 +25,7 @@
 #include "live/address.h"
 #include "live/counters_file.h"
 #include "live/direct_window.h"
+#include "live/host_memory.h"
 #include "transport/udp/fault_injector.h"
 #include "transport/udp/log.h"
 #include "transport/udp/pcap_writer.h"
@@ -95,6 +96,7 @@ struct LiveNic::Impl {
   bool ipv6 = false;
   engine::Gid gid;
   WallClock clock;
+  ProcessMemory host_memory;  // ODP page checks
   CallbackSink sink;
   std::unique_ptr<transport::PcapWriter> pcap;
   std::unique_ptr<transport::FaultInjector> faults;
@@ -378,7 +380,7 @@ int LiveNic::Impl::start() {
     config.direct = direct.get();
   }
 
-  nic->device_ = new engine::Device(config, *port, clock, sink);
+  nic->device_ = new engine::Device(config, *port, clock, host_memory, sink);
   device.reset(nic->device_);
   if (const char* d = std::getenv("VRNIC_DEFER_US"); d && *d)
     defer_ns = std::strtoull(d, nullptr, 10) * 1000;

