@@ -77,8 +77,8 @@ def cm(server, client, server_expect=(), client_expect=(), **extra):
     127.0.0.1 (the first free address), the client 127.0.0.2; each side's output must match
     every regex given for it."""
     return dict({"server": server, "clients": [client], "kind": "cm", "noport": True,
-                 "expect": {"server": list(server_expect), "client0": list(client_expect)}},
-                **extra)
+                 "expect": {"server": list(server_expect), "client0": list(client_expect)},
+                 "start_delay": 1.5}, **extra)
 
 
 def cm_cases(c):
@@ -100,8 +100,9 @@ def cm_cases(c):
                         server_persists=True)
     for tool in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat",
                  "ib_send_lat"]:
-        c["cm_" + tool] = perftest(tool, ["-R", "-n", "1000"])
-    c["cm_ib_send_bw_ud"] = perftest("ib_send_bw", ["-R", "-c", "UD", "-n", "1000"])
+        c["cm_" + tool] = dict(perftest(tool, ["-R", "-n", "1000"]), start_delay=1.5)
+    c["cm_ib_send_bw_ud"] = dict(perftest("ib_send_bw", ["-R", "-c", "UD", "-n", "1000"]),
+                                 start_delay=1.5)
 
 
 def ext_cases(c):
@@ -289,6 +290,22 @@ def with_port(spec, port):
     return spec
 
 
+def retry_unheard_client(procs, spec, vrnic, bindir, logs, env):
+    """A CM client that came before the server listened is rejected at once with reason 8
+    (invalid service ID), as with any RDMA CM: started again once, two seconds later."""
+    tag, p = procs[1]
+    try:
+        rc = p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return
+    path = dict(logs)[tag]
+    if rc == 0 or not re.search(r"REJECTED[;,] error:? 8\b", open(path).read()):
+        return
+    print(f"{tag}: rejected before the server listened; starting it again")
+    time.sleep(2)
+    procs[1] = (tag, launch(vrnic, spec["clients"][0], bindir, open(path, "w"), env))
+
+
 def run_case(name, spec, vrnic, bindir, timeout):
     env = dict(os.environ)
     env.pop("VRNIC_IP", None)  # every process takes its own loopback address
@@ -307,11 +324,13 @@ def run_case(name, spec, vrnic, bindir, timeout):
             cap = (lambda tag: os.path.join(tmp, tag + ".pcap")) if spec.get("pcap") else (lambda tag: None)
             procs.append(("server", launch(vrnic, spec["server"], bindir, logfile("server"), env,
                                            cap("server"), spec.get("direct", False))))
-            time.sleep(0.5)  # let the server reach its TCP accept
+            time.sleep(spec.get("start_delay", 0.5))  # let the server reach its accept / listen
             for i, argv in enumerate(spec["clients"]):
                 procs.append((f"client{i}", launch(vrnic, argv, bindir, logfile(f"client{i}"), env,
                                                    cap(f"client{i}"), spec.get("direct", False))))
         deadline = time.time() + timeout
+        if spec.get("start_delay") and len(procs) > 1:
+            retry_unheard_client(procs, spec, vrnic, bindir, logs, env)
         for tag, p in procs:
             if tag == "server" and spec.get("server_persists"):
                 continue  # stopped once the clients are done
