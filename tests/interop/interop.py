@@ -98,6 +98,11 @@ def cm_cases(c):
     c["cm_cmtime"] = cm(["cmtime", "-b", "127.0.0.1"], ["cmtime", "-s", "127.0.0.1", "-c", "20"],
                         [], [r"connect\s*:\s*[\d.]+", r"disconnect\s*:\s*[\d.]+"],
                         server_persists=True)
+    # Captures of both sides: the CM exchange decodes in tshark, and the REQ/REP carry the
+    # port, addresses, QPNs and PSNs the RC traffic then used.
+    c["cm_pcap_rping"] = cm(["rping", "-s", "-a", "127.0.0.1", "-C", "10"],
+                            ["rping", "-c", "-a", "127.0.0.1", "-C", "10", "-v"],
+                            [], [r"ping data: rdma-ping-9: "], pcap=True, cm_capture=True)
     for tool in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat",
                  "ib_send_lat"]:
         c["cm_" + tool] = dict(perftest(tool, ["-R", "-n", "1000"]), start_delay=1.5)
@@ -253,6 +258,53 @@ def check_captures(bindir, files):
     return problems
 
 
+def tshark_fields(path, display_filter, *fields):
+    """Rows of the given fields of the frames matching the filter."""
+    args = ["tshark", "-r", path, "-Y", display_filter, "-T", "fields"]
+    for f in fields:
+        args += ["-e", f]
+    out = subprocess.run(args, capture_output=True, text=True).stdout
+    return [line.split("\t") for line in out.splitlines() if line.strip()]
+
+
+def check_cm_capture(server_pcap):
+    """The server's capture of an rping: the five CM messages in order, the REQ for port 7174
+    from 127.0.0.2 to 127.0.0.1, its QPN and starting PSN those of the client's RC packets, and
+    the REP's QPN the one the client's packets go to."""
+    problems = []
+    names = [r[0] for r in tshark_fields(server_pcap, "infiniband.mad", "_ws.col.Info")]
+    want = ["ConnectRequest", "ConnectReply", "ReadyToUse", "DisconnectRequest",
+            "DisconnectReply"]
+    got = [w for w in want if any(w in n for n in names)]
+    print(f"CM messages in the server's capture: {names}")
+    if got != want:
+        problems.append(f"CM messages {names}, want {want}")
+    req = tshark_fields(server_pcap, "infiniband.cm.req", "infiniband.cm.req.serviceid.dport",
+                        "infiniband.cm.req.ip_cm.sip4", "infiniband.cm.req.ip_cm.dip4",
+                        "infiniband.cm.req.localqpn", "infiniband.cm.req.startpsn")
+    rep = tshark_fields(server_pcap, "infiniband.cm.rep", "infiniband.cm.rep.localqpn",
+                        "infiniband.cm.rep.startpsn")
+    rc = "infiniband.bth.opcode < 32"  # RC packets (the CM's are UD SEND_ONLY, 100)
+    from_client = tshark_fields(server_pcap, rc + " && ip.src == 127.0.0.2",
+                                "infiniband.bth.destqp", "infiniband.bth.psn")
+    to_client = tshark_fields(server_pcap, rc + " && ip.src == 127.0.0.1", "infiniband.bth.destqp")
+    if len(req) != 1 or len(rep) != 1 or not from_client or not to_client:
+        return problems + [f"REQ {req}, REP {rep}, {len(from_client)} RC packets from the "
+                           f"client, {len(to_client)} to it"]
+    port, sip, dip, req_qpn, req_psn = req[0]
+    print(f"REQ: port {port}, {sip} -> {dip}, QPN {req_qpn}, PSN {req_psn}; REP: QPN {rep[0][0]}; "
+          f"client's first RC packet: dest QP {from_client[0][0]}, PSN {from_client[0][1]}")
+    if int(port, 0) != 7174 or sip != "127.0.0.2" or dip != "127.0.0.1":
+        problems.append(f"REQ for port {port} from {sip} to {dip}")
+    if int(req_psn, 0) != int(from_client[0][1], 0):
+        problems.append(f"REQ starting PSN {req_psn}, client's first PSN {from_client[0][1]}")
+    if any(int(q, 0) != int(req_qpn, 0) for (q,) in to_client):
+        problems.append(f"server's packets not all to the REQ's QPN {req_qpn}")
+    if any(int(q, 0) != int(rep[0][0], 0) for q, _ in from_client):
+        problems.append(f"client's packets not all to the REP's QPN {rep[0][0]}")
+    return problems
+
+
 def check_output(kind, out):
     """Returns a list of problems with one process's output (empty = good)."""
     if kind == "devinfo":
@@ -369,6 +421,8 @@ def run_case(name, spec, vrnic, bindir, timeout):
         if spec.get("pcap") and not problems:
             problems += check_captures(bindir, sorted(os.path.join(tmp, f) for f in os.listdir(tmp)
                                                       if f.endswith(".pcap")))
+        if spec.get("cm_capture") and not problems:
+            problems += check_cm_capture(os.path.join(tmp, "server.pcap"))
     return problems
 
 
