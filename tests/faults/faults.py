@@ -78,6 +78,7 @@ def cases():
     for op in ("write", "read", "atomic"):
         c[f"peer_loss_{op}"] = {"special": "peer_loss", "op": op}
     c["peer_kill_write_bw"] = {"special": "peer_kill"}
+    c["cm_rping_loss20"] = {"special": "cm_rping", "faults": "loss=0.2,dup=0.05", "rounds": 20}
     c["inject_throughput"] = {"special": "throughput", "where": "inject"}
     c["netem_throughput"] = {"special": "throughput", "where": "netem"}
     return c
@@ -497,6 +498,35 @@ def case_peer_loss(r, name, spec, port, timeout):
     return problems
 
 
+def case_cm_rping(r, name, spec, port, timeout):
+    """rping -C 10 connections one after another, every process under the seeded injector:
+    each must connect, verify its pings, disconnect and exit 0; the CM's counters (both
+    sides, all rounds) must show MADs resent."""
+    problems, total = [], {}
+    for i in range(spec["rounds"]):
+        faults = lambda k: f"{spec['faults']},seed={100 * i + k}"
+        server = r.start(f"{name}.{i}.server", ["rping", "-s", "-a", "127.0.0.1", "-C", "10",
+                                                "-V", "-p", str(port)], faults=faults(1))
+        time.sleep(1)
+        client = r.start(f"{name}.{i}.client", ["rping", "-c", "-a", "127.0.0.1", "-C", "10",
+                                                "-V", "-v", "-p", str(port)], faults=faults(2))
+        round_problems, _ = r.wait_all([server, client], timeout)
+        out = read_log(client[2])
+        if "ping data: rdma-ping-9: " not in out:
+            round_problems.append("client: the 10th ping is missing")
+        for tag, _, path in (server, client):
+            for k, v in counters(read_log(path)).items():
+                total[k] = total.get(k, 0) + v
+        print(f"round {i}: {'ok' if not round_problems else round_problems}")
+        problems += [f"round {i}: {p}" for p in round_problems]
+    shown = " ".join(f"{k}={v}" for k, v in sorted(total.items())
+                     if k.startswith("cm_") or k in ("retransmitted_packets", "rx_duplicate"))
+    print(f"counters (both sides, {spec['rounds']} rounds): {shown}")
+    if total.get("cm_retries", 0) == 0:
+        problems.append("no CM MAD was resent: the injector did not reach the CM")
+    return problems
+
+
 def case_peer_kill(r, name, spec, port, timeout):
     """An unmodified ib_write_bw pair in duration mode; SIGKILL the server's vrnic process
     after ~1.5 s; the client must report the retry error and exit within 10 s."""
@@ -556,7 +586,7 @@ def main():
             r = Runner(bindir, tmp)
             kind = spec.get("special", "pair")
             fn = {"pair": case_pair, "throughput": case_throughput, "peer_loss": case_peer_loss,
-                  "peer_kill": case_peer_kill}[kind]
+                  "peer_kill": case_peer_kill, "cm_rping": case_cm_rping}[kind]
             try:
                 problems = fn(r, name, spec, port, a.timeout)
             except Skipped as e:
