@@ -1,4 +1,4 @@
-// libFuzzer harness of the CM state machine: two Managers on a virtual wire driven by fuzzed MAD deliveries, losses, duplicates, forged MADs, timers and application calls, with invariants checked after each step.
+// libFuzzer harness of the CM state machine: two Managers on a virtual wire, fuzzed, with invariants after each step.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -13,6 +13,12 @@
 
 #include "cm/manager.h"
 
+// The input drives A (10.0.0.1, listening on the TCP port space) and B (10.0.0.2): deliver,
+// drop or duplicate the next MAD on the wire; forge a MAD (256 raw bytes, or a well-formed
+// CM message naming known comm IDs); move the clock and run the timers; or an application
+// call on either side. After each step: events name known, undestroyed connections;
+// ESTABLISHED comes once per connection; one request and peer make one connection; no timer
+// is due after on_timer(); counters only grow; a backlog refusal meets a full backlog.
 namespace {
 
 using namespace vrnic::cm;
@@ -338,7 +344,8 @@ void Harness::app_destroy(int i, uint32_t conn) {
 void Harness::app_call(int i, uint8_t op) {
   Side& s = side_[i];
   const uint32_t conn = pick_id(i);
-  const std::vector<uint8_t> pd = in_.ConsumeBytes<uint8_t>(in_.ConsumeIntegralInRange<size_t>(0, 230));
+  const size_t pd_len = in_.ConsumeIntegralInRange<size_t>(0, 230);
+  const std::vector<uint8_t> pd = in_.ConsumeBytes<uint8_t>(pd_len);
   switch (op) {
     case 0: return app_connect(i, false);
     case 1: return app_connect(i, true);
