@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Extra CI: ASan+UBSan unit tests, a TSan build of the live/abi/engine unit tests, and the two
-# libFuzzer harnesses (60 s each, seeded from the wire vectors). Exit non-zero on failure.
+# Extra CI: ASan+UBSan unit tests, a TSan build of the live/abi/engine/cm unit tests, and the
+# four libFuzzer harnesses (60 s each, seeded from the wire vectors). Exit non-zero on failure.
 #   scripts/ci_extra.sh [asan] [tsan] [fuzz]      (default: all three)
 # Env: JOBS (default 2), FUZZ_SECONDS (default 60), VECTORS_DIR (default ../shared/vectors), TSAN_STRICT=1 to fail on TSan reports
 # (by default they are printed and counted but do not fail the run).
@@ -45,12 +45,12 @@ step_asan() {
 }
 
 step_tsan() {
-  header "TSan: build/ci-tsan, live/abi/engine unit tests"
+  header "TSan: build/ci-tsan, live/abi/engine/cm unit tests"
   local t=$(date +%s) dir=build/ci-tsan status=PASS races=0 crashed=0
   local tests=(live_support_test live_nic_test host_memory_test abi_convert_test abi_verbs_test
                memory_table_test ack_queue_test icrc_peers_test device_test transfer_test
                access_test reliability_test responder_test direct_hold_test
-               direct_window_test abi_direct_test)
+               direct_window_test abi_direct_test cm_manager_test cm_engine_loop_test)
   if ! cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVRNIC_TSAN=ON >/dev/null ||
      ! cmake --build "$dir" -j "$JOBS" --target "${tests[@]}" vrnic_verbs; then
     result tsan FAIL $(( $(date +%s) - t ))
@@ -82,12 +82,14 @@ step_tsan() {
   result tsan "$status" $(( $(date +%s) - t ))
 }
 
-make_corpora() {  # out_dir: wire/ (whole frames and BTH-onward packets), responder/ (records)
+# out_dir: wire/ (whole frames and BTH-onward packets), responder/ (records), cm_mad/ (the
+# MADs of rocev2_cm.pcap), manager/ (empty: manager_fuzz inputs are programs, not packets)
+make_corpora() {
   python3 - "$1" <<'EOF'
-import json, os, sys
+import json, os, struct, sys
 out = sys.argv[1]
 vec = json.load(open(os.path.join(os.environ["VECTORS_DIR"], "rocev2.json")))
-for d in ("wire", "responder"):
+for d in ("wire", "responder", "cm_mad", "manager"):
     os.makedirs(os.path.join(out, d), exist_ok=True)
 records = []
 for v in vec:
@@ -101,26 +103,41 @@ for v in vec:
         records.append(rec)
         open(os.path.join(out, "responder", f"packet_{v['index']}"), "wb").write(rec)
 open(os.path.join(out, "responder", "all"), "wb").write(b"".join(records))
+# rocev2_cm.pcap (classic pcap, Ethernet): each frame's MAD, the 256 bytes after BTH + DETH.
+pcap = open(os.path.join(os.environ["VECTORS_DIR"], "rocev2_cm.pcap"), "rb").read()
+endian = "<" if pcap[:4] == bytes.fromhex("d4c3b2a1") else ">"
+at, n = 24, 0
+while at + 16 <= len(pcap):
+    incl = struct.unpack(endian + "I", pcap[at + 8:at + 12])[0]
+    f = pcap[at + 16:at + 16 + incl]
+    at += 16 + incl
+    l3 = 40 if f[12:14] == b"\x86\xdd" else (f[14] & 0x0f) * 4
+    mad = f[14 + l3 + 8 + 12 + 8:][:256]
+    if len(mad) == 256:
+        open(os.path.join(out, "cm_mad", f"mad_{n}"), "wb").write(mad)
+        n += 1
 print(f"corpus: {len(vec)} vectors -> {len(os.listdir(os.path.join(out, 'wire')))} wire seeds, "
-      f"{len(os.listdir(os.path.join(out, 'responder')))} responder seeds")
+      f"{len(os.listdir(os.path.join(out, 'responder')))} responder seeds, {n} cm_mad seeds")
 EOF
 }
 
 step_fuzz() {
-  header "libFuzzer: headers_fuzz and responder_fuzz, ${FUZZ_SECONDS} s each"
+  header "libFuzzer: headers_fuzz, responder_fuzz, cm_mad_fuzz and manager_fuzz, ${FUZZ_SECONDS} s each"
   local t=$(date +%s) dir=build/ci-fuzz status=PASS
+  local harnesses=(headers_fuzz:wire responder_fuzz:responder cm_mad_fuzz:cm_mad
+                   manager_fuzz:manager)  # executable:corpus
   if ! command -v clang++ >/dev/null; then
     echo "fuzz: clang++ not installed"; result fuzz FAIL 0; return
   fi
   if ! CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
          -DVRNIC_FUZZ=ON >/dev/null ||
-     ! cmake --build "$dir" -j "$JOBS" --target headers_fuzz responder_fuzz; then
+     ! cmake --build "$dir" -j "$JOBS" --target "${harnesses[@]%%:*}"; then
     result fuzz FAIL $(( $(date +%s) - t )); return
   fi
   local seeds="$dir/seeds"
   rm -rf "$seeds"
   make_corpora "$seeds" || { result fuzz FAIL $(( $(date +%s) - t )); return; }
-  for h in headers_fuzz:wire responder_fuzz:responder; do
+  for h in "${harnesses[@]}"; do
     local exe=${h%%:*} corpus=${h##*:} path
     path=$(find "$dir/src" -type f -name "$exe" -perm -u+x | head -1)
     mkdir -p "$dir/corpus/$corpus" "$dir/artifacts/$exe"

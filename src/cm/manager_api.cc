@@ -124,6 +124,9 @@ void Manager::destroy(uint32_t conn) {
     case State::kRepRcvd:
       reject(conn, {});
       break;
+    case State::kSidrReqRcvd:  // answered, and off the listener's backlog
+      reject_sidr(conn, wc::SidrStatus::kRejected, {});
+      break;
     case State::kReqSent:
     case State::kMraReqRcvd:
     case State::kRepSent: {

@@ -400,6 +400,30 @@ TEST(CmManager, sidr__resolves_qpn_and_qkey_or_reports_no_service) {
   EXPECT_EQ(e.peer.qkey, 0x01234567u);
 }
 
+// A SIDR request the application destroys is answered (Rejected) and leaves the backlog.
+TEST(CmManager, destroy__sidr_request_rejected_and_backlog_freed) {
+  Wire w;
+  uint32_t l = 0;
+  ASSERT_EQ(w.cm[0]->listen(kUdp, kPort, w.addr[0], false, 1, &l), 0);
+  ConnectArgs args = args_from_b(w, "udp");
+  args.port_space = kUdp;
+  uint32_t b1 = 0, b2 = 0;
+  ASSERT_EQ(w.cm[1]->resolve_sidr(args, &b1), 0);
+  ASSERT_TRUE(w.run([&] { return w.got(0, EventType::kConnectRequest); }));
+  w.cm[0]->destroy(w.first(0, EventType::kConnectRequest).conn);
+  ASSERT_TRUE(w.run([&] { return w.got(1, EventType::kUnreachable); }));
+  const Event& refused = w.first(1, EventType::kUnreachable);
+  EXPECT_EQ(refused.conn, b1);
+  EXPECT_EQ(refused.reason, uint8_t(wc::SidrStatus::kRejected));
+  EXPECT_EQ(w.cm[1]->counters().retries, 0u);  // answered at once, not after a resend
+
+  ASSERT_EQ(w.cm[1]->resolve_sidr(args, &b2), 0);  // the backlog of one is free again
+  ASSERT_TRUE(w.run([&] { return w.count(0, EventType::kConnectRequest) == 2; }));
+  ASSERT_EQ(w.cm[0]->accept_sidr(w.events[0].back().conn, 0x789, 0x01234567, {}), 0);
+  ASSERT_TRUE(w.run([&] { return w.got(1, EventType::kEstablished); }));
+  EXPECT_EQ(w.first(1, EventType::kEstablished).conn, b2);
+}
+
 TEST(CmManager, listen__one_listener_per_service_and_the_specific_address_wins) {
   Wire w;
   uint32_t l1 = 0, l2 = 0, l3 = 0;
