@@ -62,6 +62,9 @@ class Manager {
   void receive(const Endpoint& from, const Endpoint& to, std::span<const uint8_t> mad);
   // Runs the timers that are due; next_timer_ns() is when to call again (UINT64_MAX: none).
   void on_timer();
+  // The process is about to exit and its timers with it: resends every DREQ still awaiting
+  // its DREP now (the kernel CM would go on resending after the process). Returns how many.
+  size_t resend_pending_disconnects();
   uint64_t next_timer_ns() const;
 
   bool poll_event(Event& out);

@@ -242,6 +242,17 @@ void Manager::on_timer() {
   for (uint32_t id : done) conns_.erase(id);
 }
 
+size_t Manager::resend_pending_disconnects() {
+  size_t n = 0;
+  for (auto& [id, c] : conns_) {
+    if (c.state != State::kDreqSent || !c.has_last) continue;
+    ++ctr_.retries;
+    send(c, c.last, c.tid);
+    ++n;
+  }
+  return n;
+}
+
 uint64_t Manager::next_timer_ns() const {
   uint64_t t = UINT64_MAX;
   for (const auto& [id, c] : conns_) t = std::min(t, c.deadline);

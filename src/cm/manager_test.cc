@@ -463,6 +463,20 @@ TEST(CmManager, destroy__established_connection_sends_dreq_quietly) {
   EXPECT_EQ(w.cm[1]->state(c.b), State::kClosed);
 }
 
+TEST(CmManager, resend_pending_disconnects__only_dreqs_awaiting_their_drep) {
+  Wire w;
+  listen_on_a(w);
+  const Connected c = connect_both(w);
+  EXPECT_EQ(w.cm[1]->resend_pending_disconnects(), 0u);  // nothing to resend
+  w.drop = drop_first(wc::Attr::kDreq);
+  ASSERT_EQ(w.cm[1]->disconnect(c.b), 0);
+  w.run([] { return false; }, 0);  // the first DREQ is lost
+  EXPECT_EQ(w.cm[1]->resend_pending_disconnects(), 1u);
+  ASSERT_TRUE(w.run([&] { return w.got(0, EventType::kDisconnected); }, 0));
+  EXPECT_EQ(w.sent_of(wc::Attr::kDreq), 2);
+  EXPECT_EQ(w.clock.t, 0u);  // at once, not after the response timeout
+}
+
 TEST(CmManager, dreq_for_unknown_connection__answered_with_drep) {
   Wire w;
   std::vector<uint8_t> mad(wc::kMadSize);

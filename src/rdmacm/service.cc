@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <chrono>
+#include <cstdlib>
 #include <ctime>
 
 #include "abi/vrnic_private.h"
@@ -110,6 +112,19 @@ Service::Service() {
   vrnic_gsi_attach(ctx_, &Service::on_mad, this);
   thread_ = std::thread([this] { run(); });
   thread_.detach();
+  std::atexit([] { Service::get().finish_disconnects(); });
+}
+
+// At exit the CM's timers stop with the process, where the kernel's CM would go on resending
+// a lost DREQ: resend the unanswered ones a few times, 20 ms apart, while DREPs may come.
+void Service::finish_disconnects() {
+  for (int round = 0; round < 5; ++round) {
+    {
+      std::lock_guard<std::mutex> g(mu);
+      if (manager_->resend_pending_disconnects() == 0) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 ibv_pd* Service::default_pd() {

@@ -84,6 +84,7 @@ class Service {
   // Wakes the thread (a timer may now be earlier).
   void kick();
   uint16_t ephemeral_port();  // a source port for the IP CM header
+  void finish_disconnects();  // at exit
 
  private:
   Service();
