@@ -522,6 +522,9 @@ def case_cm_rping(r, name, spec, port, timeout):
             for k, v in counters(read_log(path)).items():
                 total[k] = total.get(k, 0) + v
         print(f"round {i}: {'ok' if not round_problems else round_problems}")
+        for tag, _, path in (server, client) if round_problems else ():
+            lines = [l[:200] for l in read_log(path).splitlines() if "ping data" not in l]
+            print(f"----- {tag} -----\n" + "\n".join(lines[-40:]))
         problems += [f"round {i}: {p}" for p in round_problems]
     shown = " ".join(f"{k}={v}" for k, v in sorted(total.items())
                      if k.startswith("cm_") or k in ("retransmitted_packets", "rx_duplicate"))
