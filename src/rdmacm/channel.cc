@@ -23,12 +23,22 @@ RDMACM_EXPORT rdma_event_channel* rdma_create_event_channel() {
   return &ch->ch;
 }
 
+// A thread still blocked in rdma_get_cm_event on this channel (rping's CM thread, as the
+// program exits) stays blocked, as a read of the kernel's rdma_cm file does when another
+// thread closes it: the fd and the channel are then left open rather than pulled from under
+// that read, so it can neither see EBADF nor touch freed memory, nor read another file that
+// reused the number.
 RDMACM_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (!channel) return;
   Channel* ch = to_channel(channel);
   {
     std::lock_guard<std::mutex> g(Service::get().mu);
     for (EventBox* b : ch->queue) delete b;
+    ch->queue.clear();
+    if (ch->readers > 0) {
+      ch->destroyed = true;
+      return;
+    }
   }
   close(ch->ch.fd);
   delete ch;
@@ -41,16 +51,25 @@ RDMACM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event**
   if (!channel || !event) return fail(EINVAL);
   Channel* ch = to_channel(channel);
   Service& s = Service::get();
+  std::unique_lock<std::mutex> g(s.mu);
+  ++ch->readers;
   for (;;) {
+    g.unlock();
     uint64_t v;
-    if (read(ch->ch.fd, &v, sizeof v) != sizeof v) {
-      if (errno == EINTR) continue;
-      return -1;  // EAGAIN with O_NONBLOCK
+    const ssize_t n = read(ch->ch.fd, &v, sizeof v);
+    const int err = errno;
+    g.lock();
+    if (n != sizeof v && err != EINTR) {
+      if (--ch->readers == 0 && ch->destroyed) {
+        close(ch->ch.fd);  // the last reader of a destroyed (non-blocking) channel
+        delete ch;
+      }
+      return fail(err);  // EAGAIN with O_NONBLOCK
     }
-    std::lock_guard<std::mutex> g(s.mu);
-    if (ch->queue.empty()) continue;
+    if (n != sizeof v || ch->queue.empty()) continue;
     EventBox* b = ch->queue.front();
     ch->queue.pop_front();
+    --ch->readers;
     b->ev.id->event = &b->ev;
     *event = &b->ev;
     return 0;

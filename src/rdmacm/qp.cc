@@ -31,7 +31,7 @@ int attrs_for(Id* id, ibv_qp_state to, ibv_qp_attr& a, int& mask) {
     case IBV_QPS_RTR:
       mask = IBV_QP_STATE;
       if (ud) return 0;
-      a.path_mtu = static_cast<ibv_mtu>(id->mine.path_mtu ? id->mine.path_mtu : IBV_MTU_1024);
+      a.path_mtu = id->mine.path_mtu ? static_cast<ibv_mtu>(id->mine.path_mtu) : IBV_MTU_1024;
       a.dest_qp_num = id->peer.qpn;
       a.rq_psn = id->peer.starting_psn;
       a.max_dest_rd_atomic = id->mine.responder_resources;

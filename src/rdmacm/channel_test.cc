@@ -1,0 +1,75 @@
+// Tests of librdmacm's event channels: a pollable fd, EAGAIN when non-blocking, and a reader
+// blocked while another thread destroys the channel.
+#include <fcntl.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(RdmacmChannel, get_cm_event__non_blocking_fd_with_nothing_queued__eagain) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  ASSERT_EQ(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+  rdma_cm_event* ev = nullptr;
+  errno = 0;
+  EXPECT_EQ(rdma_get_cm_event(ch, &ev), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  pollfd p{ch->fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0);  // nothing to read: not readable
+  rdma_destroy_event_channel(ch);
+}
+
+TEST(RdmacmChannel, get_cm_event__event_of_a_destroyed_id__not_returned) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 1000), 0);
+  pollfd p{ch->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 2000), 1);  // ADDR_RESOLVED (or ADDR_ERROR) is queued
+  ASSERT_EQ(rdma_destroy_id(id), 0);
+  ASSERT_EQ(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+  rdma_cm_event* ev = nullptr;
+  EXPECT_EQ(rdma_get_cm_event(ch, &ev), -1);  // its event went with it
+  EXPECT_EQ(errno, EAGAIN);
+  rdma_destroy_event_channel(ch);
+}
+
+// As with the kernel's rdma_cm file, a thread blocked reading the channel stays blocked when
+// another thread destroys it (rping's CM thread as the program exits): no EBADF, no event,
+// and the fd number is not handed to the next file opened meanwhile.
+TEST(RdmacmChannel, destroy__while_a_thread_is_blocked_in_get_cm_event__reader_stays_blocked) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  const int fd = ch->fd;
+  std::atomic<bool> returned{false};
+  std::thread reader([ch, &returned] {
+    rdma_cm_event* ev = nullptr;
+    rdma_get_cm_event(ch, &ev);
+    returned = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  rdma_destroy_event_channel(ch);
+  const int other = eventfd(0, EFD_CLOEXEC);
+  EXPECT_NE(other, fd);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(returned.load());
+  close(other);
+  reader.detach();
+}
+
+}  // namespace
