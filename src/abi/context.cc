@@ -118,6 +118,7 @@ void on_async_event(const engine::AsyncEvent& ev) {
   }
   if (ev.user_context) {
     push_async_event(to_context(out.element.qp->context), out);
+    if (ev.type == AsyncEventType::kQpFatal) notify_qp_fatal(out.element.qp->qp_num);
     return;
   }
   std::lock_guard g(g_contexts_mu);  // a device or port event: every open context sees it

@@ -1,6 +1,7 @@
-// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device and to its counters (vrnic_private.h).
+// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device, to its counters and to QP failures (vrnic_private.h).
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "abi/objects.h"
 #include "abi/vrnic_private.h"
@@ -46,5 +47,25 @@ VRNIC_EXPORT int vrnic_cm_publish(ibv_context* ctx, const uint64_t* values, size
     };
     for (size_t i = 0; i < n && i < sizeof dst / sizeof dst[0]; ++i) *dst[i] = values[i];
   });
+  return 0;
+}
+
+namespace vrnic::abi {
+namespace {
+std::mutex g_fatal_mu;
+vrnic_qp_fatal_handler g_fatal_fn = nullptr;
+void* g_fatal_user = nullptr;
+}  // namespace
+
+void notify_qp_fatal(uint32_t qp_num) {
+  std::lock_guard g(g_fatal_mu);
+  if (g_fatal_fn) g_fatal_fn(g_fatal_user, qp_num);
+}
+}  // namespace vrnic::abi
+
+VRNIC_EXPORT int vrnic_qp_fatal_attach(vrnic_qp_fatal_handler fn, void* user) {
+  std::lock_guard g(vrnic::abi::g_fatal_mu);
+  vrnic::abi::g_fatal_fn = fn;
+  vrnic::abi::g_fatal_user = fn ? user : nullptr;
   return 0;
 }

@@ -36,6 +36,9 @@ int op_query_rt_values(ibv_context* context, ibv_values_ex* values);
 void on_cq_event(engine::Cq* cq, void* cq_user_context);
 void on_async_event(const engine::AsyncEvent& ev);
 
+// Tells the handler of vrnic_qp_fatal_attach (the connection manager) that a QP failed.
+void notify_qp_fatal(uint32_t qp_num);
+
 // Queues an async event for the program and wakes ibv_get_async_event.
 struct Context;
 void push_async_event(Context* ctx, const ibv_async_event& ev);

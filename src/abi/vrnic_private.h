@@ -26,6 +26,15 @@ int vrnic_gsi_send(struct ibv_context* ctx, int ipv6, const uint8_t* dst, const 
  * `vrnic stats` and VRNIC_STATS show): n values in the order of VRNIC_CM_COUNTERS. */
 int vrnic_cm_publish(struct ibv_context* ctx, const uint64_t* values, size_t n);
 
+/* Told when a QP of the process enters the error state on its own (IBV_EVENT_QP_FATAL: the
+ * transport gave up on the peer, or a request broke the rules), so that the connection
+ * manager can end the connection the QP carried. Same rules as vrnic_gsi_handler: the device
+ * lock is held; note the QP number and return. */
+typedef void (*vrnic_qp_fatal_handler)(void* user, uint32_t qp_num);
+
+/* Attaches (fn != NULL) or detaches the process's one handler. 0 or an errno. */
+int vrnic_qp_fatal_attach(vrnic_qp_fatal_handler fn, void* user);
+
 #ifdef __cplusplus
 }
 #endif

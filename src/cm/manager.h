@@ -52,6 +52,10 @@ class Manager {
   // Forgets a connection. One still connected is disconnected first; one that is being set
   // up is rejected, as the kernel CM does when an id is destroyed.
   void destroy(uint32_t conn);
+  // The QP of an established connection failed on its own (the transport gave up on the
+  // peer): one DREQ is sent without waiting for its DREP, and kDisconnected is reported at
+  // once (the connection goes to time-wait). EINVAL if the connection carries nothing.
+  int transport_lost(uint32_t conn);
 
   // UD service ID resolution (the UDP and IB port spaces with a UD QP).
   int resolve_sidr(const ConnectArgs& args, uint32_t* conn);

@@ -107,6 +107,21 @@ int Manager::disconnect(uint32_t conn, std::span<const uint8_t> pd) {
   return 0;
 }
 
+int Manager::transport_lost(uint32_t conn) {
+  Conn* c = find(conn);
+  if (!c || (c->state != State::kEstablished && c->state != State::kDreqSent)) return EINVAL;
+  if (c->state == State::kEstablished) {
+    // A peer that is still there learns of the end from this DREQ; a dead one never answers.
+    wc::Dreq r{.local_comm_id = c->id, .remote_comm_id = c->remote_id,
+               .remote_qpn = c->peer.qpn, .private_data = {}};
+    send(*c, r, new_tid());
+  }
+  c->has_last = false;
+  enter_timewait(*c);
+  if (!c->orphan) emit({.type = EventType::kDisconnected, .conn = c->id});
+  return 0;
+}
+
 void Manager::destroy(uint32_t conn) {
   Conn* c = find(conn);
   if (!c) return;

@@ -463,6 +463,33 @@ TEST(CmManager, destroy__established_connection_sends_dreq_quietly) {
   EXPECT_EQ(w.cm[1]->state(c.b), State::kClosed);
 }
 
+// The peer died (every MAD to it is lost): the survivor's failed QP ends the connection with
+// one DREQ and an immediate DISCONNECTED, not after the DREQ's retries.
+TEST(CmManager, transport_lost__disconnected_at_once_with_one_dreq) {
+  Wire w;
+  listen_on_a(w);
+  const Connected c = connect_both(w);
+  w.drop = [](const Mad&) { return true; };
+  ASSERT_EQ(w.cm[1]->transport_lost(c.b), 0);
+  const uint64_t t0 = w.clock.t;
+  ASSERT_TRUE(w.run([&] { return w.got(1, EventType::kDisconnected); }, 0));
+  EXPECT_EQ(w.clock.t, t0);
+  EXPECT_EQ(w.cm[1]->state(c.b), State::kTimewait);
+  ASSERT_TRUE(w.run([&] { return w.got(1, EventType::kTimewaitExit); }));
+  EXPECT_EQ(w.sent_of(wc::Attr::kDreq), 1);  // never resent
+  EXPECT_EQ(w.cm[1]->counters().retries, 0u);
+  EXPECT_EQ(w.cm[1]->transport_lost(c.b), EINVAL);  // nothing left to end
+}
+
+TEST(CmManager, transport_lost__a_live_peer_is_told_by_the_dreq) {
+  Wire w;
+  listen_on_a(w);
+  const Connected c = connect_both(w);
+  ASSERT_EQ(w.cm[0]->transport_lost(c.a), 0);
+  ASSERT_TRUE(w.run([&] { return w.got(1, EventType::kDisconnected); }));
+  EXPECT_TRUE(w.got(0, EventType::kDisconnected));
+}
+
 TEST(CmManager, resend_pending_disconnects__only_dreqs_awaiting_their_drep) {
   Wire w;
   listen_on_a(w);

@@ -110,6 +110,7 @@ Service::Service() {
   manager_ = std::make_unique<cm::Manager>(cfg, *port_, *clock_);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   vrnic_gsi_attach(ctx_, &Service::on_mad, this);
+  vrnic_qp_fatal_attach(&Service::on_qp_fatal, this);
   thread_ = std::thread([this] { run(); });
   thread_.detach();
   std::atexit([] { Service::get().finish_disconnects(); });
@@ -159,8 +160,31 @@ int Service::on_mad(void* self, int ipv6, const uint8_t* src, const uint8_t* dst
   return 1;
 }
 
+// Called by the device with its lock held: a QP failed on its own.
+void Service::on_qp_fatal(void* self, uint32_t qp_num) {
+  auto* s = static_cast<Service*>(self);
+  {
+    std::lock_guard<std::mutex> g(s->in_mu_);
+    s->lost_qps_.push_back(qp_num);
+  }
+  s->kick();
+}
+
+// A connected id whose QP failed: in vrnic the peer's CM lives and dies with the peer's
+// process, so no DREQ will come from a peer that was killed; the survivor learns of the end
+// from its own QP (RC retries exhausted) and gets DISCONNECTED then. Service lock held.
+void Service::end_lost_connections(const std::vector<uint32_t>& qpns) {
+  for (uint32_t qpn : qpns) {
+    for (auto& [conn, id] : by_conn) {
+      const uint32_t mine = id->id.qp ? id->id.qp->qp_num : id->mine.qpn;
+      if (mine == qpn && id->state == IdState::kConnected) manager_->transport_lost(conn);
+    }
+  }
+}
+
 void Service::run() {
   std::vector<InMad> batch;
+  std::vector<uint32_t> lost;
   for (;;) {
     uint64_t next;
     {
@@ -179,8 +203,11 @@ void Service::run() {
     {
       std::lock_guard<std::mutex> g(in_mu_);
       batch.swap(inbox_);
+      lost.swap(lost_qps_);
     }
     std::lock_guard<std::mutex> g(mu);
+    end_lost_connections(lost);
+    lost.clear();
     for (const InMad& m : batch) {
       trace("rx", m.mad.data());
       manager_->receive(m.from, m.to, m.mad);

@@ -95,6 +95,8 @@ class Service {
   void publish_counters();
   static int on_mad(void* self, int ipv6, const uint8_t* src, const uint8_t* dst,
                     const uint8_t* mad);
+  static void on_qp_fatal(void* self, uint32_t qp_num);
+  void end_lost_connections(const std::vector<uint32_t>& qpns);
 
   struct Port;
   ibv_context* ctx_ = nullptr;
@@ -111,6 +113,7 @@ class Service {
     std::array<uint8_t, 256> mad;
   };
   std::vector<InMad> inbox_;
+  std::vector<uint32_t> lost_qps_;  // QPs the device reported failed (in_mu_)
   std::thread thread_;
 };
 

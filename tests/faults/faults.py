@@ -79,6 +79,7 @@ def cases():
         c[f"peer_loss_{op}"] = {"special": "peer_loss", "op": op}
     c["peer_kill_write_bw"] = {"special": "peer_kill"}
     c["cm_rping_loss20"] = {"special": "cm_rping", "faults": "loss=0.2,dup=0.05", "rounds": 20}
+    c["cm_peer_death"] = {"special": "cm_peer_death"}
     c["inject_throughput"] = {"special": "throughput", "where": "inject"}
     c["netem_throughput"] = {"special": "throughput", "where": "netem"}
     return c
@@ -498,6 +499,27 @@ def case_peer_loss(r, name, spec, port, timeout):
     return problems
 
 
+def case_cm_peer_death(r, name, spec, port, timeout):
+    """vrnic_cm_peer_death: an RDMA CM connection; SIGKILL the server while the client
+    writes; the client's WRITE must fail with RETRY_EXC and DISCONNECTED must follow."""
+    server = r.start(f"{name}.server", ["@vrnic_cm_peer_death", "server", "127.0.0.1", str(port)])
+    time.sleep(1)
+    client = r.start(f"{name}.client", ["@vrnic_cm_peer_death", "client", "127.0.0.1", str(port)])
+    time.sleep(1.5)
+    server[1].kill()
+    t0 = time.time()
+    problems, _ = r.wait_all([client], 30)
+    server[1].wait(timeout=5)
+    print(f"client exited {time.time() - t0:.2f}s after the server was killed")
+    for tag, _, path in (server, client):
+        print(f"----- {tag} -----\n{read_log(path).rstrip()}")
+    if "client cm_peer_death: PASS" not in read_log(client[2]):
+        problems.append("client: no PASS line")
+    if "server: connected" not in read_log(server[2]):
+        problems.append("server: never connected")
+    return problems
+
+
 def case_cm_rping(r, name, spec, port, timeout):
     """rping -C 10 connections one after another, every process under the seeded injector:
     each must connect, verify its pings, disconnect and exit 0; the CM's counters (both
@@ -593,6 +615,7 @@ def main():
             r = Runner(bindir, tmp)
             kind = spec.get("special", "pair")
             fn = {"pair": case_pair, "throughput": case_throughput, "peer_loss": case_peer_loss,
+                  "cm_peer_death": case_cm_peer_death,
                   "peer_kill": case_peer_kill, "cm_rping": case_cm_rping}[kind]
             try:
                 problems = fn(r, name, spec, port, a.timeout)
