@@ -422,6 +422,50 @@ TEST_F(Pair, rereg_mr__input_errors_and_translation_change) {
   a_mr_ = nullptr;
 }
 
+// A receive posted with an lkey that ibv_rereg_mr then moved to another PD, or whose range
+// the new translation no longer covers: the SEND into it fails at the responder with a local
+// protection error on the receive and a Remote Operational Error NAK (IBA 9.7.5.2.4), so the
+// requester gets IBV_WC_REM_OP_ERR rather than a flush.
+TEST_F(Pair, rereg_mr__receive_into_a_moved_region_is_rem_op_err) {
+  std::vector<uint8_t> other(8192, 0);
+  ibv_pd* pd2 = ibv_alloc_pd(ctx_);
+  ASSERT_NE(pd2, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    ibv_qp* a = make_qp();
+    ibv_qp* b = make_qp();
+    connect(a, b);
+    ibv_sge r{b_addr(), 64, b_mr_->lkey};
+    ibv_recv_wr rw{};
+    rw.wr_id = 11;
+    rw.sg_list = &r;
+    rw.num_sge = 1;
+    ibv_recv_wr* bad_r = nullptr;
+    ASSERT_EQ(ibv_post_recv(b, &rw, &bad_r), 0);
+    if (round == 0)
+      ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0), 0);
+    else
+      ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, other.data(),
+                             other.size(), 0),
+                0);
+    ibv_sge s = a_sge(0, 64);
+    ibv_send_wr w = rdma(IBV_WR_SEND, &s, 0, 0);
+    ASSERT_EQ(post(a, w), 0);
+    auto wcs = wait(2);
+    ASSERT_EQ(wcs.size(), 2u) << "round " << round;
+    for (const ibv_wc& wc : wcs) {
+      const ibv_wc_status want = wc.qp_num == a->qp_num ? IBV_WC_REM_OP_ERR : IBV_WC_LOC_PROT_ERR;
+      EXPECT_EQ(wc.status, want) << "round " << round << " qp " << wc.qp_num;
+    }
+    EXPECT_NE(wcs[0].qp_num, wcs[1].qp_num);
+    EXPECT_EQ(b_buf_[0], 0);
+    EXPECT_EQ(other[0], 0);
+    if (round == 0) {
+      ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_PD, pd_, nullptr, 0, 0), 0);
+    }
+  }
+  EXPECT_EQ(ibv_dealloc_pd(pd2), 0);
+}
+
 }  // namespace
 }  // namespace vrnic::abi::test
 
