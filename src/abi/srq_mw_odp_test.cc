@@ -258,6 +258,33 @@ TEST_F(Pair, odp__caps_implicit_region_advise_and_unmapped_page) {
   munmap(region, 2 * ps);
 }
 
+// IBV_ACCESS_ON_DEMAND among a QP's access flags (as mlx5 accepts it): the modify to INIT
+// succeeds, ibv_query_qp reports the flag, and the QP writes into an on-demand region.
+TEST_F(Pair, odp__qp_access_flags_take_on_demand) {
+  ibv_qp* a = make_qp();
+  ibv_qp* b = make_qp();
+  const unsigned access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
+  connect_rc(a, b->qp_num, {.my_psn = 0, .remote_psn = 0, .access = access});
+  connect_rc(b, a->qp_num, {.my_psn = 0, .remote_psn = 0, .access = access});
+  ibv_qp_attr q{};
+  ibv_qp_init_attr qi{};
+  ASSERT_EQ(ibv_query_qp(b, &q, IBV_QP_ACCESS_FLAGS, &qi), 0);
+  EXPECT_EQ(q.qp_access_flags, access);
+  std::vector<uint8_t> target(4096, 0);
+  ibv_mr* odp = ibv_reg_mr(pd_, target.data(), target.size(), kAccess | IBV_ACCESS_ON_DEMAND);
+  ASSERT_NE(odp, nullptr) << errno;
+  for (int i = 0; i < 128; ++i) a_buf_[i] = uint8_t(0x40 + i);
+  ibv_sge s = a_sge(0, 128);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, &s, reinterpret_cast<uint64_t>(target.data() + 8),
+                       odp->rkey);
+  ASSERT_EQ(post(a, w), 0);
+  auto wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(target.data() + 8, a_buf_.data(), 128), 0);
+  EXPECT_EQ(ibv_dereg_mr(odp), 0);
+}
+
 TEST_F(Pair, mw__type1_and_type2_bind_invalidate_send_with_inv) {
   ibv_device_attr dev{};
   ASSERT_EQ(ibv_query_device(ctx_, &dev), 0);
