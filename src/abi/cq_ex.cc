@@ -83,19 +83,22 @@ uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) {
 }  // namespace
 
 ibv_cq_ex* vrnic::abi::op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr) {
-  // The errnos of mlx5: EINVAL for a comp_mask or creation flag it does not take,
-  // EOPNOTSUPP for a completion field it cannot report.
+  // An unknown comp_mask bit or creation flag is EINVAL (as mlx5); a known request the device
+  // cannot honour is EOPNOTSUPP: a completion field it cannot report (mlx5 and rxe), the
+  // IGNORE_OVERRUN flag (rxe's kernel driver refuses creation flags so).
   if (attr->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) {
     return fail_null<ibv_cq_ex>(EINVAL);
   }
-  if (attr->wc_flags & ~kSupportedWcFlags) return fail_null<ibv_cq_ex>(EOPNOTSUPP);
   bool single_threaded = false;
   if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) {
-    if (attr->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) {
-      return fail_null<ibv_cq_ex>(EINVAL);  // IGNORE_OVERRUN: overruns are always reported
-    }
+    constexpr uint32_t kKnown =
+        IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+    if (attr->flags & ~kKnown) return fail_null<ibv_cq_ex>(EINVAL);
+    // Overruns are always reported (CQ_ERR), so IGNORE_OVERRUN cannot be honoured.
+    if (attr->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN) return fail_null<ibv_cq_ex>(EOPNOTSUPP);
     single_threaded = attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
   }
+  if (attr->wc_flags & ~kSupportedWcFlags) return fail_null<ibv_cq_ex>(EOPNOTSUPP);
   // No parent domain can exist (ibv_alloc_parent_domain is unsupported).
   if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain) {
     return fail_null<ibv_cq_ex>(EINVAL);

@@ -28,9 +28,11 @@ VRNIC_EXPORT const char* ibv_get_device_name(ibv_device* device) {
 
 VRNIC_EXPORT int ibv_get_device_index(ibv_device* device) { return device ? 0 : -1; }
 
+// As a kernel device's sysfs node_guid, the GUID is known before the device is opened: the
+// one of the address the device has, or would take if opened now.
 VRNIC_EXPORT __be64 ibv_get_device_guid(ibv_device* device) {
   vrnic::engine::Gid gid;
-  return current_gid(gid) ? guid_from_gid(gid.raw.data()) : 0;
+  return expected_gid(gid) ? guid_from_gid(gid.raw.data()) : 0;
 }
 
 VRNIC_EXPORT const char* ibv_get_sysfs_path() {

@@ -1,6 +1,8 @@
 // The device's names and identifiers: its ibv_device, node GUID and MAC, derived from the GID.
 #include "abi/identity.h"
 
+#include "live/address.h"
+
 #include <arpa/inet.h>
 
 #include <cstdlib>
@@ -77,6 +79,16 @@ bool current_gid(engine::Gid& out) {
     return true;
   }
   return false;
+}
+
+bool expected_gid(engine::Gid& out) {
+  if (current_gid(out)) return true;
+  int err = 0;
+  std::string message;
+  auto port = live::open_device_port("", {}, err, message);
+  if (!port) return false;
+  out.raw = port->address().gid();
+  return true;
 }
 
 }  // namespace vrnic::abi

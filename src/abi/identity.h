@@ -11,7 +11,9 @@ namespace vrnic::abi {
 inline constexpr char kDeviceName[] = "vrnic0";
 // Not a real sysfs directory: ibv_read_sysfs_file answers for it (device.cc).
 inline constexpr char kIbdevPath[] = "/sys/class/infiniband/vrnic0";
-inline constexpr uint32_t kVendorId = 0;           // no IEEE OUI: a software device
+// 02:76:72: an identifier in the local (administratively assigned, AAI) quadrant of IEEE
+// 802c: U/L bit set, so no OUI or CID the IEEE assigns can equal it; 76:72 is "vr".
+inline constexpr uint32_t kVendorId = 0x027672;
 inline constexpr uint32_t kVendorPartId = 0x7672;  // "vr"; unknown to every vendor table
 inline constexpr uint32_t kHwVer = 1;
 
@@ -24,6 +26,9 @@ uint64_t guid_from_gid(const uint8_t gid[16]);
 
 // The GID of the open device of this process, else the one VRNIC_IP names, else none.
 bool current_gid(engine::Gid& out);
+// current_gid, else the GID of the address opening the device would take now (the first
+// free loopback address, probed by binding as the device will; nothing is kept).
+bool expected_gid(engine::Gid& out);
 void set_current_gid(const engine::Gid& gid);
 
 }  // namespace vrnic::abi

@@ -93,7 +93,9 @@ void fill_port_attr(ibv_context* context, ibv_port_attr& p) {
   p.sm_sl = 0;
   p.subnet_timeout = 0;
   p.init_type_reply = 0;
-  p.active_width = 2;   // 4X
+  // 1X EDR, 25 Gb/s: near what one progress thread moves (about 1-3 GB/s; docs/live.md), so a
+  // middleware that weighs devices by their link rate does not expect 100 Gb/s.
+  p.active_width = 1;   // 1X
   p.active_speed = 32;  // EDR (25 Gb/s per lane)
   p.phys_state = 5;     // LinkUp
   p.link_layer = IBV_LINK_LAYER_ETHERNET;

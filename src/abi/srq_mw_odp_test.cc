@@ -258,6 +258,33 @@ TEST_F(Pair, odp__caps_implicit_region_advise_and_unmapped_page) {
   munmap(region, 2 * ps);
 }
 
+// IBV_ACCESS_ON_DEMAND among a QP's access flags (as mlx5 accepts it): the modify to INIT
+// succeeds, ibv_query_qp reports the flag, and the QP writes into an on-demand region.
+TEST_F(Pair, odp__qp_access_flags_take_on_demand) {
+  ibv_qp* a = make_qp();
+  ibv_qp* b = make_qp();
+  const unsigned access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
+  connect_rc(a, b->qp_num, {.my_psn = 0, .remote_psn = 0, .access = access});
+  connect_rc(b, a->qp_num, {.my_psn = 0, .remote_psn = 0, .access = access});
+  ibv_qp_attr q{};
+  ibv_qp_init_attr qi{};
+  ASSERT_EQ(ibv_query_qp(b, &q, IBV_QP_ACCESS_FLAGS, &qi), 0);
+  EXPECT_EQ(q.qp_access_flags, access);
+  std::vector<uint8_t> target(4096, 0);
+  ibv_mr* odp = ibv_reg_mr(pd_, target.data(), target.size(), kAccess | IBV_ACCESS_ON_DEMAND);
+  ASSERT_NE(odp, nullptr) << errno;
+  for (int i = 0; i < 128; ++i) a_buf_[i] = uint8_t(0x40 + i);
+  ibv_sge s = a_sge(0, 128);
+  ibv_send_wr w = rdma(IBV_WR_RDMA_WRITE, &s, reinterpret_cast<uint64_t>(target.data() + 8),
+                       odp->rkey);
+  ASSERT_EQ(post(a, w), 0);
+  auto wcs = wait(1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(target.data() + 8, a_buf_.data(), 128), 0);
+  EXPECT_EQ(ibv_dereg_mr(odp), 0);
+}
+
 TEST_F(Pair, mw__type1_and_type2_bind_invalidate_send_with_inv) {
   ibv_device_attr dev{};
   ASSERT_EQ(ibv_query_device(ctx_, &dev), 0);
@@ -420,6 +447,50 @@ TEST_F(Pair, rereg_mr__input_errors_and_translation_change) {
   EXPECT_EQ(std::memcmp(other.data() + 100, b_buf_.data(), 64), 0);
   EXPECT_EQ(ibv_dereg_mr(a_mr_), 0);
   a_mr_ = nullptr;
+}
+
+// A receive posted with an lkey that ibv_rereg_mr then moved to another PD, or whose range
+// the new translation no longer covers: the SEND into it fails at the responder with a local
+// protection error on the receive and a Remote Operational Error NAK (IBA 9.7.5.2.4), so the
+// requester gets IBV_WC_REM_OP_ERR rather than a flush.
+TEST_F(Pair, rereg_mr__receive_into_a_moved_region_is_rem_op_err) {
+  std::vector<uint8_t> other(8192, 0);
+  ibv_pd* pd2 = ibv_alloc_pd(ctx_);
+  ASSERT_NE(pd2, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    ibv_qp* a = make_qp();
+    ibv_qp* b = make_qp();
+    connect(a, b);
+    ibv_sge r{b_addr(), 64, b_mr_->lkey};
+    ibv_recv_wr rw{};
+    rw.wr_id = 11;
+    rw.sg_list = &r;
+    rw.num_sge = 1;
+    ibv_recv_wr* bad_r = nullptr;
+    ASSERT_EQ(ibv_post_recv(b, &rw, &bad_r), 0);
+    if (round == 0)
+      ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0), 0);
+    else
+      ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, other.data(),
+                             other.size(), 0),
+                0);
+    ibv_sge s = a_sge(0, 64);
+    ibv_send_wr w = rdma(IBV_WR_SEND, &s, 0, 0);
+    ASSERT_EQ(post(a, w), 0);
+    auto wcs = wait(2);
+    ASSERT_EQ(wcs.size(), 2u) << "round " << round;
+    for (const ibv_wc& wc : wcs) {
+      const ibv_wc_status want = wc.qp_num == a->qp_num ? IBV_WC_REM_OP_ERR : IBV_WC_LOC_PROT_ERR;
+      EXPECT_EQ(wc.status, want) << "round " << round << " qp " << wc.qp_num;
+    }
+    EXPECT_NE(wcs[0].qp_num, wcs[1].qp_num);
+    EXPECT_EQ(b_buf_[0], 0);
+    EXPECT_EQ(other[0], 0);
+    if (round == 0) {
+      ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_PD, pd_, nullptr, 0, 0), 0);
+    }
+  }
+  EXPECT_EQ(ibv_dealloc_pd(pd2), 0);
 }
 
 }  // namespace

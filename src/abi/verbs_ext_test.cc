@@ -355,8 +355,13 @@ TEST_F(Ext, create_cq_ex__flags_and_poll_api) {
       {"cvlan", IBV_WC_EX_WITH_CVLAN, 0, 0, EOPNOTSUPP},
       {"flow tag", IBV_WC_EX_WITH_FLOW_TAG, 0, 0, EOPNOTSUPP},
       {"tm info", IBV_WC_EX_WITH_TM_INFO, 0, 0, EOPNOTSUPP},
+      {"wc_flags bit beyond the enum", uint64_t(1) << 40, 0, 0, EOPNOTSUPP},
+      // A known creation flag vrnic cannot honour (it always reports overruns).
       {"ignore overrun", 0, IBV_CQ_INIT_ATTR_MASK_FLAGS, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN,
-       EINVAL},
+       EOPNOTSUPP},
+      {"ignore overrun, single threaded", 0, IBV_CQ_INIT_ATTR_MASK_FLAGS,
+       IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN | IBV_CREATE_CQ_ATTR_SINGLE_THREADED, EOPNOTSUPP},
+      {"unknown creation flag", 0, IBV_CQ_INIT_ATTR_MASK_FLAGS, 1u << 5, EINVAL},
       {"unknown comp_mask", 0, 1u << 7, 0, EINVAL},
   };
   for (const Case& c : cases) {

@@ -24,6 +24,24 @@ TEST_F(Device, query_device__limits_and_identity) {
   EXPECT_NE(a.atomic_cap, IBV_ATOMIC_NONE);
   EXPECT_NE(a.node_guid, 0u);
   EXPECT_EQ(a.node_guid, ibv_get_device_guid(list_[0]));
+  EXPECT_EQ(a.sys_image_guid, a.node_guid);  // one device, one system image
+  // The node GUID is the modified EUI-64 of the device MAC 02:<GID bytes 11..15> (for an
+  // IPv4 GID 02:00:a:b:c:d): U/L bit flipped, ff:fe in the middle, as RoCE NICs derive it.
+  ibv_gid gid{};
+  ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &gid), 0);
+  uint8_t mac[6] = {0x02, gid.raw[11], gid.raw[12], gid.raw[13], gid.raw[14], gid.raw[15]};
+  if (gid.raw[10] == 0xff && gid.raw[11] == 0xff) mac[1] = 0;
+  const uint8_t eui[8] = {uint8_t(mac[0] ^ 2), mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]};
+  EXPECT_EQ(std::memcmp(&a.node_guid, eui, 8), 0);
+  // A vendor id from the local (AAI) quadrant of IEEE 802c: 02:76:72, never an assigned OUI.
+  EXPECT_EQ(a.vendor_id, 0x027672u);
+  EXPECT_EQ(a.vendor_part_id, 0x7672u);
+  EXPECT_EQ(a.hw_ver, 1u);
+  EXPECT_NE(a.fw_ver[0], '\0');
+  EXPECT_EQ(a.max_qp_rd_atom, a.max_qp_init_rd_atom);
+  EXPECT_GT(a.max_qp_rd_atom, 0);
+  EXPECT_EQ(a.atomic_cap, IBV_ATOMIC_GLOB);
+  EXPECT_EQ(a.page_size_cap & 4096u, 4096u);
   ibv_device_attr_ex ex{};
   ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &ex), 0);
   EXPECT_EQ(ex.orig_attr.max_qp, a.max_qp);
@@ -39,6 +57,9 @@ TEST_F(Device, query_port__active_ethernet_roce) {
   EXPECT_EQ(p.max_mtu, IBV_MTU_4096);
   EXPECT_GE(p.active_mtu, IBV_MTU_256);
   EXPECT_EQ(p.gid_tbl_len, 1);
+  // 1X at EDR (25 Gb/s): the link rate middleware computes from width x speed.
+  EXPECT_EQ(p.active_width, 1);
+  EXPECT_EQ(p.active_speed, 32);
   ibv_port_attr compat;
   std::memset(&compat, 0xab, sizeof(compat));
   ASSERT_EQ((ibv_query_port)(ctx_, 1, reinterpret_cast<_compat_ibv_port_attr*>(&compat)), 0);

@@ -163,9 +163,11 @@ Errno validate_modify(QpType type, QpState cur, const QpAttr& attr, uint32_t mas
   if ((mask & kAttrDestQpn) && attr.dest_qp_num > 0xffffff) return EINVAL;
   if ((mask & kAttrRqPsn) && attr.rq_psn > 0xffffff) return EINVAL;
   if ((mask & kAttrSqPsn) && attr.sq_psn > 0xffffff) return EINVAL;
-  if ((mask & kAttrAccessFlags) &&
-      (attr.qp_access_flags & ~(kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic)))
-    return EINVAL;
+  // ON_DEMAND is taken as mlx5 takes it: every vrnic QP reaches on-demand regions anyway (an
+  // ODP region is a property of the MR, checked page by page where it is accessed).
+  constexpr uint32_t kQpAccess = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic |
+                                 kOnDemand;
+  if ((mask & kAttrAccessFlags) && (attr.qp_access_flags & ~kQpAccess)) return EINVAL;
   if ((mask & kAttrAv) && attr.ah.port_num > 1) return EINVAL;
   return 0;
 }

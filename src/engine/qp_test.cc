@@ -149,6 +149,20 @@ TEST(QpDiagram, validate_modify__optional_allowed_others_refused) {
       }
 }
 
+// QP access flags: the three remote rights, local write, and ON_DEMAND (mlx5 takes it: the
+// QP may reach on-demand regions, which every vrnic QP can); an unknown bit is refused.
+TEST(QpDiagram, validate_modify__access_flags_take_on_demand) {
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  const uint32_t mask = kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags;
+  a.qp_access_flags = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic | kOnDemand;
+  EXPECT_EQ(validate_modify(QpType::kRc, QpState::kReset, a, mask, 5, 16), 0);
+  a.qp_access_flags = kRemoteWrite | kOnDemand;
+  EXPECT_EQ(validate_modify(QpType::kUc, QpState::kReset, a, mask, 5, 16), 0);
+  a.qp_access_flags = kRemoteWrite | kOnDemand | (uint32_t(1) << 15);
+  EXPECT_EQ(validate_modify(QpType::kRc, QpState::kReset, a, mask, 5, 16), EINVAL);
+}
+
 // --- qp_transition on a QP of a bare Core -----------------------------------------------------
 
 struct NullPort : PacketPort {

@@ -87,6 +87,104 @@ TEST_F(Rereg, rereg_mr__pd_change_moves_the_region_out_of_the_qps_pd) {
   EXPECT_EQ(write(addr(one), 8), WcStatus::kSuccess);
 }
 
+// A SEND into a receive WQE whose SGE no longer names a usable region of the QP's PD: the
+// responder completes the receive with a local protection error and NAKs the request with
+// Remote Operational Error (IBA 9.7.5.2.4, class B responder error 9.9.3.1.2), so the
+// requester sees IBV_WC_REM_OP_ERR, not a flush; both QPs end in ERR.
+struct ReregRecv : Rereg {
+  WcStatus send_into_recv(uint64_t recv_addr, uint32_t len, WorkCompletion& recv_wc) {
+    EXPECT_EQ(post_recv(b, qb, 7, {Sge{recv_addr, len, mr.lkey}}), 0);
+    Sge sg{src.addr(), len, src.mr.lkey};
+    EXPECT_EQ(post_send(a, qa, wr_of(WrOpcode::kSend, 9, &sg)), 0);
+    EXPECT_TRUE(f.run());
+    auto rx = b.poll();
+    EXPECT_EQ(rx.size(), 1u);
+    if (!rx.empty()) recv_wc = rx[0];
+    auto tx = a.poll();
+    EXPECT_EQ(tx.size(), 1u);
+    return tx.empty() ? WcStatus::kGeneralErr : tx[0].status;
+  }
+};
+
+TEST_F(ReregRecv, rereg_mr__pd_change_makes_a_posted_receive_fail_with_rem_op_err) {
+  Pd* other = b.dev->alloc_pd();
+  MrInfo out;
+  WorkCompletion rwc;
+  ASSERT_EQ(b.dev->rereg_mr(mr.mr, kChangePd, other, nullptr, 0, 0, 0, out), 0);
+  EXPECT_EQ(send_into_recv(addr(one), 64, rwc), WcStatus::kRemOpErr);
+  EXPECT_EQ(rwc.wr_id, 7u);
+  EXPECT_EQ(rwc.status, WcStatus::kLocProtErr);
+  EXPECT_EQ(one[0], 0);
+  EXPECT_EQ(b.ctr().tx_nak_rem_op, 1u);
+  EXPECT_EQ(a.ctr().rx_nak_rem_op, 1u);
+}
+
+TEST_F(ReregRecv, rereg_mr__translation_change_makes_a_posted_receive_fail_with_rem_op_err) {
+  MrInfo out;
+  // The receive is posted first, then the region moves away from the buffer it names.
+  ASSERT_EQ(post_recv(b, qb, 7, {Sge{addr(one), 64, mr.lkey}}), 0);
+  ASSERT_EQ(b.dev->rereg_mr(mr.mr, kTranslation, nullptr, two.data(), 4096, addr(two), 0, out),
+            0);
+  Sge sg{src.addr(), 64, src.mr.lkey};
+  ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kSend, 9, &sg)), 0);
+  ASSERT_TRUE(f.run());
+  auto rx = b.poll();
+  ASSERT_EQ(rx.size(), 1u);
+  EXPECT_EQ(rx[0].status, WcStatus::kLocProtErr);
+  auto tx = a.poll();
+  ASSERT_EQ(tx.size(), 1u);
+  EXPECT_EQ(tx[0].status, WcStatus::kRemOpErr);
+  EXPECT_EQ(one[0], 0);
+  EXPECT_EQ(two[0], 0);
+}
+
+TEST_F(ReregRecv, rereg_mr__shrunk_region_fails_a_send_in_its_third_packet) {
+  MrInfo out;
+  WorkCompletion rwc;
+  // 2048 bytes stay registered; the 4096-byte SEND (1024-byte MTU) fails at its third packet,
+  // after two packets were placed.
+  ASSERT_EQ(b.dev->rereg_mr(mr.mr, kTranslation, nullptr, one.data(), 2048, addr(one), 0, out),
+            0);
+  EXPECT_EQ(send_into_recv(addr(one), 4096, rwc), WcStatus::kRemOpErr);
+  EXPECT_EQ(rwc.status, WcStatus::kLocProtErr);
+  EXPECT_EQ(std::memcmp(one.data(), src.data(), 2048), 0);
+  EXPECT_EQ(one[2048], 0);
+}
+
+TEST_F(ReregRecv, rereg_mr__pd_change_fails_a_receive_taken_from_an_srq) {
+  Device::SrqAttr sa{16, 1, 0};
+  Errno err = -1;
+  Srq* srq = b.dev->create_srq(b.pd, sa, nullptr, err);
+  ASSERT_NE(srq, nullptr);
+  QpInitAttr init;
+  init.pd = b.pd;
+  init.send_cq = init.recv_cq = b.cq;
+  init.srq = srq;
+  init.cap = {16, 16, 1, 1, 0};
+  Qp* qs = b.dev->create_qp(init, err);
+  ASSERT_NE(qs, nullptr);
+  Qp* qa2 = a.create_qp();
+  Fabric::connect(a, qa2, b, qs);
+  Sge rs{addr(one), 64, mr.lkey};
+  RecvWr rw{5, &rs, 1};
+  size_t bad = SIZE_MAX;
+  ASSERT_EQ(b.dev->post_srq_recv(srq, &rw, 1, &bad), 0);
+  Pd* other = b.dev->alloc_pd();
+  MrInfo out;
+  ASSERT_EQ(b.dev->rereg_mr(mr.mr, kChangePd, other, nullptr, 0, 0, 0, out), 0);
+  Sge sg{src.addr(), 64, src.mr.lkey};
+  ASSERT_EQ(post_send(a, qa2, wr_of(WrOpcode::kSend, 9, &sg)), 0);
+  ASSERT_TRUE(f.run());
+  auto rx = b.poll();
+  ASSERT_EQ(rx.size(), 1u);
+  EXPECT_EQ(rx[0].wr_id, 5u);
+  EXPECT_EQ(rx[0].status, WcStatus::kLocProtErr);
+  auto tx = a.poll();
+  ASSERT_EQ(tx.size(), 1u);
+  EXPECT_EQ(tx[0].status, WcStatus::kRemOpErr);
+  EXPECT_EQ(one[0], 0);
+}
+
 TEST_F(Rereg, rereg_mr__errors_leave_the_region_unchanged) {
   MrInfo out;
   EXPECT_EQ(b.dev->rereg_mr(mr.mr, 0, nullptr, nullptr, 0, 0, 0, out), EINVAL);

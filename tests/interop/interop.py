@@ -316,7 +316,8 @@ def check_cm_capture(server_pcap):
 def check_output(kind, out):
     """Returns a list of problems with one process's output (empty = good)."""
     if kind == "devinfo":
-        need = [r"state:\s+PORT_ACTIVE", r"link_layer:\s+Ethernet", r"GID\[\s*0\]:.*RoCE v2"]
+        need = [r"state:\s+PORT_ACTIVE", r"link_layer:\s+Ethernet", r"GID\[\s*0\]:.*RoCE v2",
+                r"vendor_id:\s+0x0?27672", r"node_guid:\s+(?!0000:0000:0000:0000)[0-9a-f:]{19}"]
         return [f"missing /{n}/" for n in need if not re.search(n, out)]
     if kind == "pingpong":
         return [f"missing /{p.pattern}/" for p in PINGPONG if not p.search(out)]
