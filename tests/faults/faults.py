@@ -21,10 +21,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
 import interop  # noqa: E402  (its output checks and the integrity case spec)
+from cm_faults import case_cm_peer_death, case_cm_rping  # noqa: E402
+from faults_common import counters, read_log  # noqa: E402
 
 SKIP = 77
-COUNTER_LINE = re.compile(r"^([a-z_0-9]+) (\d+)$", re.M)
-STATS_HEAD = re.compile(r"vrnic: \S+ \S+ \(.*pid \d+\) counters:")
 
 # Impairment profiles. The injector spec is given to `vrnic run --faults` (each process its
 # own seed); the netem arguments go on the root qdisc of each end of the veth pair; the nft
@@ -300,21 +300,6 @@ def on_sigterm(signum, frame):
     raise SystemExit(f"signal {signum}")
 
 
-def read_log(path):
-    """A process's stdout followed by its stderr."""
-    err = path + ".err"
-    return open(path).read() + (open(err).read() if os.path.exists(err) else "")
-
-
-def counters(out):
-    """Sums of the counters a process printed at exit (`--stats`), by name."""
-    total = {}
-    for block in STATS_HEAD.split(out)[1:]:
-        for name, value in COUNTER_LINE.findall(block):
-            total[name] = total.get(name, 0) + int(value)
-    return total
-
-
 def expected_counters(where, profile, name):
     """(description, predicate over the pair's summed counters) that the impairment must show."""
     def more(counter):
@@ -496,63 +481,6 @@ def case_peer_loss(r, name, spec, port, timeout):
         problems.append("client: no PASS line")
     if procs[0][1].returncode != -signal.SIGKILL:
         problems.append(f"server: exit {procs[0][1].returncode}, want killed by SIGKILL")
-    return problems
-
-
-def case_cm_peer_death(r, name, spec, port, timeout):
-    """vrnic_cm_peer_death: an RDMA CM connection; SIGKILL the server while the client
-    writes; the client's WRITE must fail with RETRY_EXC and DISCONNECTED must follow."""
-    server = r.start(f"{name}.server", ["@vrnic_cm_peer_death", "server", "127.0.0.1", str(port)])
-    time.sleep(1)
-    client = r.start(f"{name}.client", ["@vrnic_cm_peer_death", "client", "127.0.0.1", str(port)])
-    time.sleep(1.5)
-    server[1].kill()
-    t0 = time.time()
-    problems, _ = r.wait_all([client], 30)
-    server[1].wait(timeout=5)
-    print(f"client exited {time.time() - t0:.2f}s after the server was killed")
-    for tag, _, path in (server, client):
-        print(f"----- {tag} -----\n{read_log(path).rstrip()}")
-    if "client cm_peer_death: PASS" not in read_log(client[2]):
-        problems.append("client: no PASS line")
-    if "server: connected" not in read_log(server[2]):
-        problems.append("server: never connected")
-    return problems
-
-
-def case_cm_rping(r, name, spec, port, timeout):
-    """rping -C 10 connections one after another, every process under the seeded injector:
-    each must connect, verify its pings, disconnect and exit 0; the CM's counters (both
-    sides, all rounds) must show MADs resent."""
-    problems, total = [], {}
-    # The CM's response timeout at 67 ms (2^14 x 4.096 us) instead of 4.3 s: under 20 % loss
-    # the defaults make each round take seconds of waiting, and a DREQ lost at the end of a
-    # round is then resent only after the peer's RC retries of its last message ran out.
-    r.env["VRNIC_CM_RESPONSE_TIMEOUT"] = "14"
-    for i in range(spec["rounds"]):
-        faults = lambda k: f"{spec['faults']},seed={100 * i + k}"
-        server = r.start(f"{name}.{i}.server", ["rping", "-s", "-a", "127.0.0.1", "-C", "10",
-                                                "-V", "-p", str(port)], faults=faults(1))
-        time.sleep(1)
-        client = r.start(f"{name}.{i}.client", ["rping", "-c", "-a", "127.0.0.1", "-C", "10",
-                                                "-V", "-v", "-p", str(port)], faults=faults(2))
-        round_problems, _ = r.wait_all([server, client], timeout)
-        out = read_log(client[2])
-        if "ping data: rdma-ping-9: " not in out:
-            round_problems.append("client: the 10th ping is missing")
-        for tag, _, path in (server, client):
-            for k, v in counters(read_log(path)).items():
-                total[k] = total.get(k, 0) + v
-        print(f"round {i}: {'ok' if not round_problems else round_problems}")
-        for tag, _, path in (server, client) if round_problems else ():
-            lines = [l[:200] for l in read_log(path).splitlines() if "ping data" not in l]
-            print(f"----- {tag} -----\n" + "\n".join(lines[-40:]))
-        problems += [f"round {i}: {p}" for p in round_problems]
-    shown = " ".join(f"{k}={v}" for k, v in sorted(total.items())
-                     if k.startswith("cm_") or k in ("retransmitted_packets", "rx_duplicate"))
-    print(f"counters (both sides, {spec['rounds']} rounds): {shown}")
-    if total.get("cm_retries", 0) == 0:
-        problems.append("no CM MAD was resent: the injector did not reach the CM")
     return problems
 
 

@@ -1,0 +1,62 @@
+"""Fault cases of the RDMA connection manager, run by faults.py: rping connections in a row
+under loss and duplication, and a survivor told of its peer's death."""
+import time
+
+from faults_common import counters, read_log
+
+
+def case_cm_peer_death(r, name, spec, port, timeout):
+    """vrnic_cm_peer_death: an RDMA CM connection; SIGKILL the server while the client
+    writes; the client's WRITE must fail with RETRY_EXC and DISCONNECTED must follow."""
+    server = r.start(f"{name}.server", ["@vrnic_cm_peer_death", "server", "127.0.0.1", str(port)])
+    time.sleep(1)
+    client = r.start(f"{name}.client", ["@vrnic_cm_peer_death", "client", "127.0.0.1", str(port)])
+    time.sleep(1.5)
+    server[1].kill()
+    t0 = time.time()
+    problems, _ = r.wait_all([client], 30)
+    server[1].wait(timeout=5)
+    print(f"client exited {time.time() - t0:.2f}s after the server was killed")
+    for tag, _, path in (server, client):
+        print(f"----- {tag} -----\n{read_log(path).rstrip()}")
+    if "client cm_peer_death: PASS" not in read_log(client[2]):
+        problems.append("client: no PASS line")
+    if "server: connected" not in read_log(server[2]):
+        problems.append("server: never connected")
+    return problems
+
+
+def case_cm_rping(r, name, spec, port, timeout):
+    """rping -C 10 connections one after another, every process under the seeded injector:
+    each must connect, verify its pings, disconnect and exit 0; the CM's counters (both
+    sides, all rounds) must show MADs resent."""
+    problems, total = [], {}
+    # The CM's response timeout at 67 ms (2^14 x 4.096 us) instead of 4.3 s: under 20 % loss
+    # the defaults make each round take seconds of waiting, and a DREQ lost at the end of a
+    # round is then resent only after the peer's RC retries of its last message ran out.
+    r.env["VRNIC_CM_RESPONSE_TIMEOUT"] = "14"
+    for i in range(spec["rounds"]):
+        faults = lambda k: f"{spec['faults']},seed={100 * i + k}"
+        server = r.start(f"{name}.{i}.server", ["rping", "-s", "-a", "127.0.0.1", "-C", "10",
+                                                "-V", "-p", str(port)], faults=faults(1))
+        time.sleep(1)
+        client = r.start(f"{name}.{i}.client", ["rping", "-c", "-a", "127.0.0.1", "-C", "10",
+                                                "-V", "-v", "-p", str(port)], faults=faults(2))
+        round_problems, _ = r.wait_all([server, client], timeout)
+        out = read_log(client[2])
+        if "ping data: rdma-ping-9: " not in out:
+            round_problems.append("client: the 10th ping is missing")
+        for tag, _, path in (server, client):
+            for k, v in counters(read_log(path)).items():
+                total[k] = total.get(k, 0) + v
+        print(f"round {i}: {'ok' if not round_problems else round_problems}")
+        for tag, _, path in (server, client) if round_problems else ():
+            lines = [l[:200] for l in read_log(path).splitlines() if "ping data" not in l]
+            print(f"----- {tag} -----\n" + "\n".join(lines[-40:]))
+        problems += [f"round {i}: {p}" for p in round_problems]
+    shown = " ".join(f"{k}={v}" for k, v in sorted(total.items())
+                     if k.startswith("cm_") or k in ("retransmitted_packets", "rx_duplicate"))
+    print(f"counters (both sides, {spec['rounds']} rounds): {shown}")
+    if total.get("cm_retries", 0) == 0:
+        problems.append("no CM MAD was resent: the injector did not reach the CM")
+    return problems
