@@ -111,6 +111,18 @@ def cm_cases(c):
     c["cm_pcap_rping"] = cm(["rping", "-s", "-a", "127.0.0.1", "-C", "10"],
                             ["rping", "-c", "-a", "127.0.0.1", "-C", "10", "-v"],
                             [], [r"ping data: rdma-ping-9: "], pcap=True, cm_capture=True)
+    # fio's rdma engine: a passive job (rw=read) and an active one that moves 64 MiB with
+    # each verb; both report err=0 and the active one the whole 64 MiB.
+    for verb in ["write", "read", "send"]:
+        c["cm_fio_" + verb] = cm(
+            ["fio", "--name=passive", "--ioengine=rdma", "--port=7310", "--rw=read",
+             "--bs=64k", "--size=64m", "--iodepth=16"],
+            ["fio", "--name=active", "--ioengine=rdma", "--hostname=127.0.0.1", "--port=7310",
+             "--rw=write", "--bs=64k", "--size=64m", f"--verb={verb}", "--iodepth=1",
+             "--iodepth_batch_complete=1"],
+            [r"passive: \(groupid=0, jobs=1\): err= 0"],
+            [r"active: \(groupid=0, jobs=1\): err= 0", r"WRITE: bw=.*io=64\.0MiB"],
+            forbid=["fio: event is", "init failed", "got signal"])
     for tool in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat",
                  "ib_send_lat"]:
         c["cm_" + tool] = dict(perftest(tool, ["-R", "-n", "1000"]), start_delay=1.5)
