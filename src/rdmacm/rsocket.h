@@ -32,7 +32,8 @@ inline constexpr uint32_t kTxSlots = kCredits;
 inline constexpr uint32_t kSqDepth = 64;
 inline constexpr uint32_t kGrantThreshold = kCredits / 2;
 
-enum class Msg : uint8_t { kData = 0, kCredit = 1, kFin = 2 };
+// kIomap: a data-credited message whose payload is an IoMap (riomap on the sender).
+enum class Msg : uint8_t { kData = 0, kCredit = 1, kFin = 2, kIomap = 3 };
 inline uint32_t imm_of(Msg m, uint32_t grant) { return (uint32_t(m) << 24) | (grant & 0xffff); }
 
 enum class State : uint8_t {
@@ -41,6 +42,14 @@ enum class State : uint8_t {
 
 struct Rx {
   uint32_t slot, len, off;
+};
+
+// A window of memory one side opened for the other's riowrite, at an rsocket offset.
+struct IoMap {
+  uint64_t offset, addr, len;
+  uint32_t rkey;
+  void* local = nullptr;  // the mapping side's buffer and MR (not sent)
+  ibv_mr* mr = nullptr;
 };
 
 struct Socket {
@@ -70,6 +79,7 @@ struct Socket {
   uint32_t sq_used = 0;       // send WRs not yet completed
   bool peer_fin = false;      // FIN or disconnect: nothing more will arrive
   bool peer_gone = false;     // the connection is disconnected
+  std::vector<IoMap> local_maps, remote_maps;
   bool rd_shut = false, wr_shut = false, fin_sent = false;
 
   // Options (SOL_SOCKET, IPPROTO_TCP, SOL_RDMA); kept and reported back.

@@ -46,6 +46,16 @@ void on_recv(Socket& s, const ibv_wc& wc) {
       break;
     case Msg::kCredit:
       break;
+    case Msg::kIomap:
+      if (wc.byte_len >= sizeof(IoMap)) {
+        IoMap m;
+        std::memcpy(&m, s.rx_buf + size_t(slot) * kSlotSize, sizeof m);
+        m.local = nullptr;
+        m.mr = nullptr;
+        s.remote_maps.push_back(m);
+      }
+      repost_slot(s, slot, true);  // it took a data credit
+      return;
   }
   repost_slot(s, slot, false);
 }
@@ -105,7 +115,7 @@ int post_msg(Socket& s, Msg m, uint32_t slot, uint32_t len) {
   wr.opcode = IBV_WR_SEND_WITH_IMM;
   wr.imm_data = htonl(imm_of(m, s.unreported));
   wr.send_flags = IBV_SEND_SIGNALED;
-  if (m == Msg::kData) {
+  if (m == Msg::kData || m == Msg::kIomap) {
     sge = {reinterpret_cast<uintptr_t>(s.tx_buf + size_t(slot) * kSlotSize), len, s.tx_mr->lkey};
     wr.sg_list = &sge;
     wr.num_sge = 1;
@@ -156,6 +166,8 @@ void teardown(Socket& s) {
     rdma_destroy_id(id);
   }
   s.pending.clear();
+  for (IoMap& m : s.local_maps) ibv_dereg_mr(m.mr);
+  s.local_maps.clear();
   if (s.id && s.id->qp) rdma_destroy_qp(s.id);
   if (s.id) rdma_destroy_id(s.id);
   s.id = nullptr;

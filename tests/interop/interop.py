@@ -128,7 +128,8 @@ def same_files(a, b):
     if subprocess.run(["cmp", a, b]).returncode != 0:
         return [f"{os.path.basename(b)} ({os.path.getsize(b)} bytes) differs from "
                 f"{os.path.basename(a)} ({os.path.getsize(a)} bytes)"]
-    print(f"cmp: {os.path.basename(b)} identical to {os.path.basename(a)}, {os.path.getsize(b)} bytes")
+    print(f"cmp: {os.path.basename(b)} identical to {os.path.basename(a)}, "
+          f"{os.path.getsize(b)} bytes")
     return []
 
 
@@ -149,6 +150,12 @@ def rsocket_cases(c):
                            setup=lambda tmp: make_file(os.path.join(tmp, "src.bin"), MIB64),
                            post=lambda tmp: same_files(os.path.join(tmp, "src.bin"),
                                                        os.path.join(tmp, "dst.bin")))
+    # riowrite into the peer's riomap'ed buffer, every byte checked; the reader spins on the
+    # buffer's last byte.
+    rio = [rf"(?m)^{n}_{k}\s+{n}\s" for k in ("lat", "bw") for n in ("64", "4k", "64k", "1m")]
+    c["cm_riostream"] = cm(["riostream", "-b", "127.0.0.1", "-T", "v"],
+                           ["riostream", "-s", "127.0.0.1", "-T", "v"], rio, rio,
+                           forbid=["verification failed"], timeout=400)
     # iperf's 64 MiB (-n 64M) leave through vrnic: the client's device sent them all.
     preload = ["env", "LD_PRELOAD=" + RSPRELOAD, "iperf"]
     c["cm_rspreload_iperf"] = cm(
