@@ -140,10 +140,14 @@ def rsocket_cases(c):
     # All of rstream's default sizes, latency then bandwidth (a connection each), every byte
     # checked (-T v; nonblocking calls) or waiting in rpoll (-T a).
     rows = [rf"(?m)^{n}_{k}\s+{n}\s" for k in ("lat", "bw") for n in ("64", "4k", "64k", "1m")]
-    for name, opt in [("cm_rstream_verify", "v"), ("cm_rstream_async", "a")]:
-        c[name] = cm(["rstream", "-b", "127.0.0.1", "-T", opt],
-                     ["rstream", "-s", "127.0.0.1", "-T", opt], rows, rows,
-                     forbid=["verification failed"], timeout=400)
+    c["cm_rstream_verify"] = cm(["rstream", "-b", "127.0.0.1", "-T", "v"],
+                                ["rstream", "-s", "127.0.0.1", "-T", "v"], rows, rows,
+                                forbid=["verification failed"], timeout=400)
+    # rpoll-driven: 10,000 x 4 KiB each way (the default sizes take minutes on a busy host).
+    custom = [r"(?m)^custom\s+4k\s+10k\s"]
+    async_opts = ["-T", "a", "-S", "4096", "-C", "10000"]
+    c["cm_rstream_async"] = cm(["rstream", "-b", "127.0.0.1", *async_opts],
+                               ["rstream", "-s", "127.0.0.1", *async_opts], custom, custom)
     c["cm_rcopy_64m"] = cm(["rcopy"], ["rcopy", "{tmp}/src.bin", "127.0.0.1:{tmp}/dst.bin"],
                            [r"67108864 bytes\.\.\.closing\.\.\.done"],
                            [r"67108864 bytes in [\d.]+ seconds"], server_persists=True,
@@ -152,10 +156,11 @@ def rsocket_cases(c):
                                                        os.path.join(tmp, "dst.bin")))
     # riowrite into the peer's riomap'ed buffer, every byte checked; the reader spins on the
     # buffer's last byte.
-    rio = [rf"(?m)^{n}_{k}\s+{n}\s" for k in ("lat", "bw") for n in ("64", "4k", "64k", "1m")]
-    c["cm_riostream"] = cm(["riostream", "-b", "127.0.0.1", "-T", "v"],
-                           ["riostream", "-s", "127.0.0.1", "-T", "v"], rio, rio,
-                           forbid=["verification failed"], timeout=400)
+    rio = [r"(?m)^custom\s+64k\s+1k\s"]
+    rio_opts = ["-T", "v", "-S", "65536", "-C", "1000"]
+    c["cm_riostream"] = cm(["riostream", "-b", "127.0.0.1", *rio_opts],
+                           ["riostream", "-s", "127.0.0.1", *rio_opts], rio, rio,
+                           forbid=["verification failed"])
     # iperf's 64 MiB (-n 64M) leave through vrnic: the client's device sent them all.
     preload = ["env", "LD_PRELOAD=" + RSPRELOAD, "iperf"]
     c["cm_rspreload_iperf"] = cm(
