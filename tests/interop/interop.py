@@ -128,6 +128,67 @@ def cm_cases(c):
         c["cm_" + tool] = dict(perftest(tool, ["-R", "-n", "1000"]), start_delay=1.5)
     c["cm_ib_send_bw_ud"] = dict(perftest("ib_send_bw", ["-R", "-c", "UD", "-n", "1000"]),
                                  start_delay=1.5)
+    rsocket_cases(c)
+
+
+RSPRELOAD = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so"
+MIB64 = 64 << 20
+
+
+def make_file(path, size):
+    with open(path, "wb") as f:
+        for _ in range(size // (1 << 20)):
+            f.write(os.urandom(1 << 20))
+
+
+def same_files(a, b):
+    """Problems if file b is not byte for byte file a."""
+    if not os.path.exists(b):
+        return [f"{os.path.basename(b)} was not written"]
+    if subprocess.run(["cmp", a, b]).returncode != 0:
+        return [f"{os.path.basename(b)} ({os.path.getsize(b)} bytes) differs from "
+                f"{os.path.basename(a)} ({os.path.getsize(a)} bytes)"]
+    print(f"cmp: {os.path.basename(b)} identical to {os.path.basename(a)}, "
+          f"{os.path.getsize(b)} bytes")
+    return []
+
+
+def rsocket_cases(c):
+    """rsockets (vrnic's librdmacm on both sides): rdmacm-utils' rsocket programs, and a TCP
+    program under Debian's librspreload.so, whose bytes must show in vrnic's counters (the
+    preload library falls back to kernel TCP silently when rsockets fail)."""
+    # All of rstream's default sizes, latency then bandwidth (a connection each), every byte
+    # checked (-T v; nonblocking calls) or waiting in rpoll (-T a).
+    rows = [rf"(?m)^{n}_{k}\s+{n}\s" for k in ("lat", "bw") for n in ("64", "4k", "64k", "1m")]
+    c["cm_rstream_verify"] = cm(["rstream", "-b", "127.0.0.1", "-T", "v"],
+                                ["rstream", "-s", "127.0.0.1", "-T", "v"], rows, rows,
+                                forbid=["verification failed"], timeout=400)
+    # rpoll-driven: 10,000 x 4 KiB each way (the default sizes take minutes on a busy host).
+    custom = [r"(?m)^custom\s+4k\s+10k\s"]
+    async_opts = ["-T", "a", "-S", "4096", "-C", "10000"]
+    c["cm_rstream_async"] = cm(["rstream", "-b", "127.0.0.1", *async_opts],
+                               ["rstream", "-s", "127.0.0.1", *async_opts], custom, custom)
+    c["cm_rcopy_64m"] = cm(["rcopy"], ["rcopy", "{tmp}/src.bin", "127.0.0.1:{tmp}/dst.bin"],
+                           [r"67108864 bytes\.\.\.closing\.\.\.done"],
+                           [r"67108864 bytes in [\d.]+ seconds"], server_persists=True,
+                           setup=lambda tmp: make_file(os.path.join(tmp, "src.bin"), MIB64),
+                           post=lambda tmp: same_files(os.path.join(tmp, "src.bin"),
+                                                       os.path.join(tmp, "dst.bin")))
+    # riowrite into the peer's riomap'ed buffer, every byte checked; the reader spins on the
+    # buffer's last byte.
+    rio = [r"(?m)^custom\s+64k\s+1k\s"]
+    rio_opts = ["-T", "v", "-S", "65536", "-C", "1000"]
+    c["cm_riostream"] = cm(["riostream", "-b", "127.0.0.1", *rio_opts],
+                           ["riostream", "-s", "127.0.0.1", *rio_opts], rio, rio,
+                           forbid=["verification failed"])
+    # iperf's 64 MiB (-n 64M) leave through vrnic: the client's device sent them all.
+    preload = ["env", "LD_PRELOAD=" + RSPRELOAD, "iperf"]
+    c["cm_rspreload_iperf"] = cm(
+        [*preload, "-s", "-p", "5201"], [*preload, "-c", "127.0.0.1", "-p", "5201", "-n", "64M"],
+        [r"64\.0 MBytes"], [r"connected with 127\.0\.0\.1 port 5201", r"64\.0 MBytes"],
+        server_persists=True, stats=True,
+        counters=[f"client tx_bytes > {MIB64}", f"client tx_send >= {MIB64 // 4096}",
+                  "client cm_tx_req >= 1"])
 
 
 def ext_cases(c):
@@ -225,6 +286,9 @@ def split_stats(out):
 
 def check_counters(tag, blocks, checks):
     who = "client" if tag.startswith("client") else tag
+    checks = [c for c in checks if c.split()[0] == who]
+    if not checks:
+        return []
     if len(blocks) != 1:
         return [f"{len(blocks)} counter blocks printed at exit, want 1"]
     problems = []
@@ -240,15 +304,18 @@ def check_counters(tag, blocks, checks):
     return problems
 
 
-def resolve(argv, bindir):
-    return [os.path.join(bindir, a[1:]) if a.startswith("@") else a for a in argv]
+def resolve(argv, bindir, tmp=""):
+    return [os.path.join(bindir, a[1:]) if a.startswith("@") else a.replace("{tmp}", tmp)
+            for a in argv]
 
 
-def launch(vrnic, argv, bindir, log, env, pcap=None, direct=False):
+def launch(vrnic, argv, bindir, log, env, pcap=None, direct=False, stats=False, tmp=""):
     opts = ["--pcap", pcap] if pcap else []
     if direct:
         opts += ["--direct", "--stats"]
-    return subprocess.Popen([vrnic, "run", *opts, "--", *resolve(argv, bindir)], stdout=log,
+    elif stats:
+        opts += ["--stats"]
+    return subprocess.Popen([vrnic, "run", *opts, "--", *resolve(argv, bindir, tmp)], stdout=log,
                             stderr=subprocess.STDOUT, env=env)
 
 
@@ -363,7 +430,7 @@ def with_port(spec, port):
     return spec
 
 
-def retry_unheard_client(procs, spec, vrnic, bindir, logs, env):
+def retry_unheard_client(procs, spec, vrnic, bindir, logs, env, flags):
     """A CM client that came before the server listened is rejected at once with reason 8
     (invalid service ID), as with any RDMA CM: started again once, two seconds later."""
     tag, p = procs[1]
@@ -376,7 +443,7 @@ def retry_unheard_client(procs, spec, vrnic, bindir, logs, env):
         return
     print(f"{tag}: rejected before the server listened; starting it again")
     time.sleep(2)
-    procs[1] = (tag, launch(vrnic, spec["clients"][0], bindir, open(path, "w"), env))
+    procs[1] = (tag, launch(vrnic, spec["clients"][0], bindir, open(path, "w"), env, **flags))
 
 
 def run_case(name, spec, vrnic, bindir, timeout):
@@ -385,6 +452,7 @@ def run_case(name, spec, vrnic, bindir, timeout):
     timeout = spec.get("timeout", timeout)
     problems, logs = [], []
     with tempfile.TemporaryDirectory(prefix="vrnic-interop-") as tmp:
+        flags = {"direct": spec.get("direct", False), "stats": spec.get("stats", False), "tmp": tmp}
         def logfile(tag):
             path = os.path.join(tmp, tag + ".log")
             logs.append((tag, path))
@@ -395,15 +463,17 @@ def run_case(name, spec, vrnic, bindir, timeout):
             procs.append(("program", launch(vrnic, spec["single"], bindir, logfile("program"), env)))
         else:
             cap = (lambda tag: os.path.join(tmp, tag + ".pcap")) if spec.get("pcap") else (lambda tag: None)
+            if spec.get("setup"):
+                spec["setup"](tmp)
             procs.append(("server", launch(vrnic, spec["server"], bindir, logfile("server"), env,
-                                           cap("server"), spec.get("direct", False))))
+                                           cap("server"), **flags)))
             time.sleep(spec.get("start_delay", 0.5))  # let the server reach its accept / listen
             for i, argv in enumerate(spec["clients"]):
                 procs.append((f"client{i}", launch(vrnic, argv, bindir, logfile(f"client{i}"), env,
-                                                   cap(f"client{i}"), spec.get("direct", False))))
+                                                   cap(f"client{i}"), **flags)))
         deadline = time.time() + timeout
         if spec.get("start_delay") and len(procs) > 1:
-            retry_unheard_client(procs, spec, vrnic, bindir, logs, env)
+            retry_unheard_client(procs, spec, vrnic, bindir, logs, env, flags)
         for tag, p in procs:
             if tag == "server" and spec.get("server_persists"):
                 continue  # stopped once the clients are done
@@ -426,7 +496,7 @@ def run_case(name, spec, vrnic, bindir, timeout):
             out = open(path).read()
             shown = "\n".join(line[:300] for line in out.rstrip().splitlines())
             print(f"----- {name} {tag} -----\n{shown}")
-            if spec.get("direct"):
+            if spec.get("direct") or spec.get("stats"):
                 blocks, out = split_stats(out)
                 problems += [f"{tag}: {p}" for p in check_counters(tag, blocks, spec["counters"])]
             # A bw server prints the table too; a lat server may not (perftest prints it on
@@ -444,6 +514,8 @@ def run_case(name, spec, vrnic, bindir, timeout):
                                                       if f.endswith(".pcap")))
         if spec.get("cm_capture") and not problems:
             problems += check_cm_capture(os.path.join(tmp, "server.pcap"))
+        if spec.get("post"):
+            problems += spec["post"](tmp)
     return problems
 
 

@@ -1,0 +1,196 @@
+// The rsocket stream datapath: rsend / rwrite / rsendmsg … copy into send slots and post
+// them against the peer's credits; rrecv / rread / rrecvmsg … copy out of received slots.
+#include <rdma/rsocket.h>
+
+#include <sched.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "rdmacm/rsocket.h"
+#include "rdmacm/state.h"
+
+using namespace vrnic::rdmacm;
+using namespace vrnic::rdmacm::rs;
+
+namespace {
+
+size_t total_of(const iovec* iov, int n) {
+  size_t t = 0;
+  for (int i = 0; i < n; ++i) t += iov[i].iov_len;
+  return t;
+}
+
+// Copies `len` bytes between `buf` and the iovec array at byte offset `at`.
+void gather(const iovec* iov, size_t at, uint8_t* buf, size_t len) {
+  for (int i = 0; len; ++i) {
+    if (at >= iov[i].iov_len) {
+      at -= iov[i].iov_len;
+      continue;
+    }
+    const size_t n = std::min(len, iov[i].iov_len - at);
+    std::memcpy(buf, static_cast<const uint8_t*>(iov[i].iov_base) + at, n);
+    buf += n;
+    len -= n;
+    at = 0;
+  }
+}
+
+void scatter(const iovec* iov, size_t at, const uint8_t* buf, size_t len) {
+  for (int i = 0; len; ++i) {
+    if (at >= iov[i].iov_len) {
+      at -= iov[i].iov_len;
+      continue;
+    }
+    const size_t n = std::min(len, iov[i].iov_len - at);
+    std::memcpy(static_cast<uint8_t*>(iov[i].iov_base) + at, buf, n);
+    buf += n;
+    len -= n;
+    at = 0;
+  }
+}
+
+bool pre_connect(State st) {
+  return st == State::kResolving || st == State::kConnecting || st == State::kAccepting;
+}
+
+bool can_send(const Socket& s) {
+  return s.credits > 0 && !s.free_tx.empty() && s.sq_used < kSqDepth;
+}
+
+// Nothing to do now for a program that will call again at once: the threads that move the
+// data (this library's, the device's) get the CPU first.
+ssize_t would_block() {
+  sched_yield();
+  return fail(EAGAIN);
+}
+
+ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags) {
+  Ptr p = Runtime::get().find(fd);
+  if (!p) return fail(EBADF);
+  Socket& s = *p;
+  const size_t total = total_of(iov, iovcnt);
+  const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  std::unique_lock<std::mutex> g(s.mu);
+  size_t done = 0;
+  while (done < total || total == 0) {
+    if (s.state == State::kError) return done ? ssize_t(done) : fail(s.conn_error);
+    if (s.wr_shut || s.peer_gone) return done ? ssize_t(done) : fail(EPIPE);
+    if (s.state != State::kConnected && !pre_connect(s.state)) return fail(ENOTCONN);
+    if (total == 0 && s.state == State::kConnected) return 0;
+    if (s.state != State::kConnected || !can_send(s)) {
+      if (dontwait) return done ? ssize_t(done) : would_block();
+      s.cv.wait(g);
+      continue;
+    }
+    const uint32_t slot = s.free_tx.back();
+    const auto n = static_cast<uint32_t>(std::min<size_t>(total - done, kSlotSize));
+    gather(iov, done, s.tx_buf + size_t(slot) * kSlotSize, n);
+    s.free_tx.pop_back();
+    const int err = post_msg(s, Msg::kData, slot, n);
+    if (err) {
+      s.free_tx.push_back(slot);
+      return done ? ssize_t(done) : fail(err);
+    }
+    --s.credits;
+    done += n;
+  }
+  return ssize_t(done);
+}
+
+// Takes up to `want` bytes from the received slots; a slot emptied is posted again and
+// counted for the next grant.
+size_t take(Socket& s, const iovec* iov, size_t at, size_t want, bool peek) {
+  size_t got = 0;
+  for (auto it = s.rx.begin(); it != s.rx.end() && got < want;) {
+    const size_t n = std::min<size_t>(want - got, it->len - it->off);
+    scatter(iov, at + got, s.rx_buf + size_t(it->slot) * kSlotSize + it->off, n);
+    got += n;
+    if (peek) {
+      ++it;
+      continue;
+    }
+    it->off += static_cast<uint32_t>(n);
+    if (it->off < it->len) break;
+    repost_slot(s, it->slot, true);
+    it = s.rx.erase(it);
+  }
+  if (!peek) send_grant_if_due(s);
+  return got;
+}
+
+ssize_t recv_iov(int fd, const iovec* iov, int iovcnt, int flags) {
+  Ptr p = Runtime::get().find(fd);
+  if (!p) return fail(EBADF);
+  Socket& s = *p;
+  const size_t total = total_of(iov, iovcnt);
+  const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  const bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
+  std::unique_lock<std::mutex> g(s.mu);
+  if (s.state != State::kConnected && s.state != State::kError && !pre_connect(s.state)) {
+    return fail(ENOTCONN);
+  }
+  size_t done = 0;
+  for (;;) {
+    if (!s.rx.empty() && total > done) {
+      done += take(s, iov, done, total - done, flags & MSG_PEEK);
+      if (done == total || !waitall) return ssize_t(done);
+      continue;
+    }
+    if (total == 0) return 0;
+    if (s.conn_error && s.state == State::kError) {
+      return done ? ssize_t(done) : fail(s.conn_error);
+    }
+    if (s.peer_fin || s.rd_shut) return ssize_t(done);  // end of stream
+    if (dontwait) return done ? ssize_t(done) : would_block();
+    s.cv.wait(g);
+  }
+}
+
+}  // namespace
+
+RDMACM_EXPORT ssize_t rsend(int fd, const void* buf, size_t len, int flags) {
+  iovec v{const_cast<void*>(buf), len};
+  return send_iov(fd, &v, 1, flags);
+}
+
+RDMACM_EXPORT ssize_t rsendto(int fd, const void* buf, size_t len, int flags, const sockaddr*,
+                              socklen_t) {
+  return rsend(fd, buf, len, flags);  // a connected stream ignores the address, as TCP does
+}
+
+RDMACM_EXPORT ssize_t rsendmsg(int fd, const msghdr* msg, int flags) {
+  if (!msg) return fail(EFAULT);
+  return send_iov(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+}
+
+RDMACM_EXPORT ssize_t rwrite(int fd, const void* buf, size_t len) { return rsend(fd, buf, len, 0); }
+
+RDMACM_EXPORT ssize_t rwritev(int fd, const iovec* iov, int iovcnt) {
+  return send_iov(fd, iov, iovcnt, 0);
+}
+
+RDMACM_EXPORT ssize_t rrecv(int fd, void* buf, size_t len, int flags) {
+  iovec v{buf, len};
+  return recv_iov(fd, &v, 1, flags);
+}
+
+RDMACM_EXPORT ssize_t rrecvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from,
+                                socklen_t* fromlen) {
+  const ssize_t n = rrecv(fd, buf, len, flags);
+  if (n >= 0 && from && fromlen) rgetpeername(fd, from, fromlen);
+  return n;
+}
+
+RDMACM_EXPORT ssize_t rrecvmsg(int fd, msghdr* msg, int flags) {
+  if (!msg) return fail(EFAULT);
+  msg->msg_flags = 0;
+  msg->msg_controllen = 0;
+  return recv_iov(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+}
+
+RDMACM_EXPORT ssize_t rread(int fd, void* buf, size_t len) { return rrecv(fd, buf, len, 0); }
+
+RDMACM_EXPORT ssize_t rreadv(int fd, const iovec* iov, int iovcnt) {
+  return recv_iov(fd, iov, iovcnt, 0);
+}

@@ -1,0 +1,206 @@
+// The rsocket calls that make, connect and end sockets: rsocket, rbind, rlisten, raccept,
+// rconnect, rshutdown, rclose, rgetpeername, rgetsockname.
+#include <rdma/rsocket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "rdmacm/rsocket.h"
+#include "rdmacm/state.h"
+
+using namespace vrnic::rdmacm;
+using namespace vrnic::rdmacm::rs;
+
+namespace {
+
+constexpr int kResolveMs = 2000;
+constexpr auto kCloseDrain = std::chrono::seconds(10);
+
+bool connected_or_failed(const Socket& s) {
+  return s.state == State::kConnected || s.state == State::kError;
+}
+
+// Returns the socket error of a failed connection (reported once, as SO_ERROR would be).
+int take_error(Socket& s) {
+  const int err = s.so_error ? s.so_error : s.conn_error;
+  s.so_error = 0;
+  return err ? err : ECONNABORTED;
+}
+
+int copy_addr(const sockaddr* sa, sockaddr* addr, socklen_t* len) {
+  if (!addr || !len) return fail(EFAULT);
+  const socklen_t have = sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  std::memcpy(addr, sa, std::min(have, *len));
+  *len = have;
+  return 0;
+}
+
+Ptr accepted_socket(rdma_cm_id* id, bool nonblock) {
+  Ptr s = Runtime::get().create(SOCK_STREAM);
+  if (!s) return nullptr;
+  std::unique_lock<std::mutex> g(s->mu);
+  s->id = id;
+  s->nonblock = nonblock;
+  id->context = serial_ctx(s->serial);
+  rdma_conn_param p;
+  conn_param(p);
+  int err = setup_conn(*s);
+  if (!err && rdma_accept(id, &p)) err = errno;
+  if (err) {
+    g.unlock();
+    rdma_reject(id, nullptr, 0);
+    Runtime::get().remove(s);
+    errno = err;
+    return nullptr;
+  }
+  s->state = State::kAccepting;
+  Runtime::get().watch();
+  s->cv.wait(g, [&] { return connected_or_failed(*s); });
+  return s;
+}
+
+}  // namespace
+
+RDMACM_EXPORT int rsocket(int domain, int type, int protocol) {
+  if (domain != AF_INET && domain != AF_INET6) return fail(EAFNOSUPPORT);
+  const int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (base != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP)) return fail(EPROTONOSUPPORT);
+  Runtime& rt = Runtime::get();
+  Ptr s = rt.create(base);
+  if (!s) return -1;
+  if (rdma_create_id(rt.channel(), &s->id, serial_ctx(s->serial), RDMA_PS_TCP)) {
+    const int err = errno;
+    rt.remove(s);
+    return fail(err);
+  }
+  s->nonblock = type & SOCK_NONBLOCK;
+  return s->fd;
+}
+
+RDMACM_EXPORT int rbind(int fd, const sockaddr* addr, socklen_t len) {
+  Ptr s = Runtime::get().find(fd);
+  if (!s) return fail(EBADF);
+  if (!addr || len < sizeof(sockaddr_in)) return fail(EINVAL);
+  std::lock_guard<std::mutex> g(s->mu);
+  if (s->state != State::kIdle) return fail(EINVAL);
+  if (rdma_bind_addr(s->id, const_cast<sockaddr*>(addr))) return -1;
+  s->state = State::kBound;
+  return 0;
+}
+
+RDMACM_EXPORT int rlisten(int fd, int backlog) {
+  Ptr s = Runtime::get().find(fd);
+  if (!s) return fail(EBADF);
+  std::lock_guard<std::mutex> g(s->mu);
+  if (s->state == State::kListening) return 0;
+  if (s->state != State::kBound) return fail(EINVAL);
+  if (rdma_listen(s->id, backlog)) return -1;
+  s->state = State::kListening;
+  return 0;
+}
+
+RDMACM_EXPORT int raccept(int fd, sockaddr* addr, socklen_t* len) {
+  Ptr l = Runtime::get().find(fd);
+  if (!l) return fail(EBADF);
+  rdma_cm_id* id = nullptr;
+  bool nonblock;
+  {
+    std::unique_lock<std::mutex> g(l->mu);
+    if (l->state != State::kListening) return fail(EINVAL);
+    while (l->pending.empty()) {
+      if (l->nonblock) return fail(EAGAIN);
+      l->cv.wait(g);
+      if (l->closed) return fail(EBADF);
+    }
+    id = l->pending.front();
+    l->pending.pop_front();
+    nonblock = l->nonblock;
+  }
+  Ptr s = accepted_socket(id, nonblock);
+  if (!s) return -1;
+  std::lock_guard<std::mutex> g(s->mu);
+  if (s->state == State::kError) {
+    const int err = take_error(*s);
+    s->closed = true;
+    Runtime::get().remove(s);
+    return fail(err);
+  }
+  if (addr && copy_addr(rdma_get_peer_addr(s->id), addr, len)) return -1;
+  return s->fd;
+}
+
+RDMACM_EXPORT int rconnect(int fd, const sockaddr* addr, socklen_t len) {
+  Ptr s = Runtime::get().find(fd);
+  if (!s) return fail(EBADF);
+  if (!addr || len < sizeof(sockaddr_in)) return fail(EINVAL);
+  std::unique_lock<std::mutex> g(s->mu);
+  switch (s->state) {
+    case State::kIdle:
+    case State::kBound: break;
+    case State::kConnected: return fail(EISCONN);
+    case State::kResolving:
+    case State::kConnecting: return fail(EALREADY);
+    default: return fail(EINVAL);
+  }
+  sockaddr* src = s->state == State::kBound ? &s->id->route.addr.src_addr : nullptr;
+  if (rdma_resolve_addr(s->id, src, const_cast<sockaddr*>(addr), kResolveMs)) return -1;
+  s->state = State::kResolving;
+  if (s->nonblock) return fail(EINPROGRESS);
+  s->cv.wait(g, [&] { return connected_or_failed(*s); });
+  return s->state == State::kConnected ? 0 : fail(take_error(*s));
+}
+
+// SHUT_WR sends a FIN after everything written so far; the peer reads end of stream.
+RDMACM_EXPORT int rshutdown(int fd, int how) {
+  Ptr s = Runtime::get().find(fd);
+  if (!s) return fail(EBADF);
+  if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return fail(EINVAL);
+  std::unique_lock<std::mutex> g(s->mu);
+  if (s->state != State::kConnected) return fail(ENOTCONN);
+  if (how != SHUT_WR) s->rd_shut = true;
+  if (how != SHUT_RD) s->wr_shut = true;
+  if (s->wr_shut && !s->fin_sent && !s->peer_gone) {
+    s->cv.wait(g, [&] { return s->sq_used < kSqDepth || s->state != State::kConnected; });
+    s->fin_sent = s->state == State::kConnected && post_msg(*s, Msg::kFin, 0, 0) == 0;
+  }
+  s->wake();
+  return 0;
+}
+
+// Nothing written before rclose is lost: the FIN follows the data, and the connection is
+// only disconnected once the peer has acknowledged every message (its slots hold them).
+RDMACM_EXPORT int rclose(int fd) {
+  Runtime& rt = Runtime::get();
+  Ptr s = rt.find(fd);
+  if (!s) return fail(EBADF);
+  {
+    std::unique_lock<std::mutex> g(s->mu);
+    const auto live = [&] { return s->state == State::kConnected && !s->peer_gone; };
+    if (live() && !s->fin_sent) {
+      s->cv.wait_for(g, kCloseDrain, [&] { return s->sq_used < kSqDepth || !live(); });
+      if (live()) s->fin_sent = post_msg(*s, Msg::kFin, 0, 0) == 0;
+    }
+    s->cv.wait_for(g, kCloseDrain, [&] { return s->sq_used == 0 || !live(); });
+    if (s->state == State::kConnected || s->state == State::kAccepting) rdma_disconnect(s->id);
+    s->closed = true;
+    s->cv.notify_all();
+  }
+  rt.remove(s);
+  return 0;
+}
+
+RDMACM_EXPORT int rgetpeername(int fd, sockaddr* addr, socklen_t* len) {
+  Ptr s = Runtime::get().find(fd);
+  if (!s) return fail(EBADF);
+  std::lock_guard<std::mutex> g(s->mu);
+  if (s->state != State::kConnected) return fail(ENOTCONN);
+  return copy_addr(rdma_get_peer_addr(s->id), addr, len);
+}
+
+RDMACM_EXPORT int rgetsockname(int fd, sockaddr* addr, socklen_t* len) {
+  Ptr s = Runtime::get().find(fd);
+  if (!s) return fail(EBADF);
+  std::lock_guard<std::mutex> g(s->mu);
+  return copy_addr(rdma_get_local_addr(s->id), addr, len);
+}
