@@ -420,6 +420,11 @@ void ud_receive(Core& c, Qp& qp, const wire::Packet& p, const wire::IpUdpInfo& i
   }
   wc.byte_len = static_cast<uint32_t>(kGrhSize + n);
   wc.wc_flags = kWcGrh;
+  // RoCEv2 A17.4.5.1: a UD completion tells whether the frame was IPv4 or IPv6 (the GRH area
+  // alone cannot: IPv4 leaves its first 20 bytes zero). There is no ibv_wc field for it; RoCE
+  // NICs put the packet type in sl (bit 3: UDP-encapsulated, bits 2..0: 1 IPv6, 2 IPv4),
+  // which is where UCX's ud transport looks for it. SL means nothing on RoCE otherwise.
+  wc.sl = static_cast<uint8_t>(0x8 | (ip.ipv6 ? 0x1 : 0x2));
   if (wire::opcode_info(p.bth.opcode).has(wire::kHasImm)) {
     wc.wc_flags |= kWcWithImm;
     wc.imm_data = p.imm;

@@ -23,6 +23,7 @@ TEST_F(Ud, send__grh_then_payload_and_cqe_fields) {
   EXPECT_EQ(rc[0].wr_id, 99u);
   EXPECT_EQ(rc[0].byte_len, 40u + 1000u);  // the GRH counts
   EXPECT_EQ(rc[0].wc_flags, uint32_t{kWcGrh | kWcWithImm});
+  EXPECT_EQ(rc[0].sl, 0xa);  // RoCEv2 (UDP) over IPv4, as RoCE NICs report the packet type
   EXPECT_EQ(rc[0].imm_data, 0xa1b2c3d4u);
   EXPECT_EQ(rc[0].src_qp, a.dev->qp_num(qa));
   EXPECT_EQ(rc[0].qp_num, bqpn());
@@ -370,6 +371,7 @@ TEST(UdIpv6, receive__grh_area_holds_the_ipv6_header) {
   EXPECT_EQ(wc.status, WcStatus::kSuccess);
   EXPECT_EQ(wc.byte_len, 140u);
   EXPECT_EQ(wc.wc_flags, uint32_t{kWcGrh});
+  EXPECT_EQ(wc.sl, 0x9);  // RoCEv2 (UDP) over IPv6
   EXPECT_EQ(dst[0] >> 4, 6);  // version
   EXPECT_EQ((dst[4] << 8) | dst[5], 8 + 12 + 8 + 100 + 4);  // UDP length
   EXPECT_EQ(dst[6], 17);
