@@ -75,8 +75,8 @@ bool PrivateMounts::rebuild(const std::string& parent, const std::vector<std::st
   std::vector<Entry> entries;
   while (dirent* d = readdir(dir)) {
     Entry e{d->d_name, {}};
-    if (e.name == "." || e.name == ".." || std::find(skip.begin(), skip.end(), e.name) != skip.end())
-      continue;
+    const bool skipped = std::find(skip.begin(), skip.end(), e.name) != skip.end();
+    if (e.name == "." || e.name == ".." || skipped) continue;
     if (fstatat(dir_fd, e.name.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) == 0) entries.push_back(e);
   }
   closedir(dir);

@@ -36,8 +36,8 @@ Files device_files(const transport::IpAddress& address) {
   const std::string guid_text = groups_of_four(reinterpret_cast<const uint8_t*>(&guid), 8);
   std::string ndev = live::interface_name(address);
   Files f = {{"node_guid", guid_text}, {"sys_image_guid", guid_text}};
-  for (const char* name :
-       {"board_id", "node_desc", "fw_ver", "hw_rev", "hca_type", "node_type", "ports/1/link_layer"}) {
+  for (const char* name : {"board_id", "node_desc", "fw_ver", "hw_rev", "hca_type", "node_type",
+                           "ports/1/link_layer"}) {
     std::string value;
     live::fixed_sysfs_attr(name, value);
     f.emplace_back(name, value);
@@ -86,8 +86,12 @@ bool build(PrivateMounts& m, const transport::IpAddress& address, std::string& w
   // write; /dev/null is one, and nothing opens it to talk to a driver.
   if (!m.bind_node("/dev/null", live::kUverbsNode, why)) return false;
   struct stat st;
-  if (stat(live::kUverbsNode, &st) != 0) return false;
-  const std::string dev = std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
+  if (stat(live::kUverbsNode, &st) != 0) {
+    why = std::string(live::kUverbsNode) + ": " + std::strerror(errno);
+    return false;
+  }
+  const std::string dev =
+      std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
   const Files uverbs = {{"ibdev", live::kDeviceName}, {"dev", dev}, {"abi_version", "1"}};
   return write_tree(live::kIbdevPath, device_files(address), why) &&
          write_tree(live::kUverbsPath, uverbs, why) &&

@@ -19,7 +19,8 @@ ibv_devinfo -v || exit 1
 echo @@@
 stat -c 'node %F %t:%T' /dev/infiniband/uverbs_vrnic0
 ls /sys/class/infiniband | sed 's/^/entry /'
-cd /sys/class/infiniband/vrnic0 && find . -type f | sort | while read f; do echo "${f#./}=$(cat $f)"; done
+cd /sys/class/infiniband/vrnic0 &&
+  find . -type f | sort | while read f; do echo "${f#./}=$(cat $f)"; done
 cd /sys/class/infiniband_verbs/uverbs_vrnic0 && for f in *; do echo "uverbs/$f=$(cat $f)"; done
 '''
 problems = []
@@ -53,9 +54,11 @@ def main():
     files = dict(line.split("=", 1) for line in view.splitlines() if "=" in line)
     node = re.search(r"^node (.*) (\w+):(\w+)$", view, re.M)
     check(node and node.group(1) == "character special file", "uverbs node is no char device")
-    check(re.findall(r"^entry (.*)$", view, re.M) == ["vrnic0"], "infiniband holds not just vrnic0")
+    check(re.findall(r"^entry (.*)$", view, re.M) == ["vrnic0"],
+          "/sys/class/infiniband holds more than vrnic0")
     for name in ("node_guid", "sys_image_guid", "fw_ver", "board_id"):
-        check(files.get(name) == field(dev, name), f"{name}: {files.get(name)} vs {field(dev, name)}")
+        check(files.get(name) == field(dev, name),
+              f"{name}: {files.get(name)} vs {field(dev, name)}")
     check(int(files.get("hw_rev", "-1"), 0) == int(field(dev, "hw_ver"), 0), "hw_rev")
     check(files.get("node_type") == "1: CA", "node_type")
     check(number(field(dev, "state")) == int(files["ports/1/state"].split(":")[0]), "state")
@@ -92,7 +95,8 @@ def main():
               "uverbs dev")
     for how in (["run", "--no-sysfs"], ["run"]):
         e = dict(env, VRNIC_SYSFS="0") if how == ["run"] else env
-        q = subprocess.run([VRNIC, *how, "--", "sh", "-c", "ls /dev/infiniband /sys/class/infiniband"],
+        q = subprocess.run([VRNIC, *how, "--", "sh", "-c",
+                            "ls /dev/infiniband /sys/class/infiniband"],
                            env=e, capture_output=True, text=True, timeout=30)
         check(q.returncode != 0 and q.stdout == "" and "vrnic run" not in q.stderr,
               f"{how} {e.get('VRNIC_SYSFS')}: view present or a message: {q.stdout} {q.stderr}")
