@@ -1,7 +1,8 @@
-// Device discovery: the one-device list, names, GUID, index, and the sysfs files tools read.
+// Device discovery: the one-device list, names, GUID, index, and reading sysfs attributes.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "abi/identity.h"
 #include "abi/objects.h"
@@ -40,41 +41,26 @@ VRNIC_EXPORT const char* ibv_get_sysfs_path() {
   return env && *env ? env : "/sys";
 }
 
-namespace {
-
-// The few attribute files tools read from the device's sysfs directory.
-bool virtual_sysfs_file(const char* file, char* buf, size_t size, int& written) {
-  const char* value = nullptr;
-  if (!std::strcmp(file, "board_id")) value = "VRNIC-SOFTWARE-ROCEV2";
-  else if (!std::strcmp(file, "node_desc")) value = "vrnic software RoCEv2 NIC";
-  else if (!std::strcmp(file, "fw_ver")) value = VRNIC_VERSION;
-  else if (!std::strcmp(file, "hw_rev")) value = "1";
-  else if (!std::strcmp(file, "hca_type")) value = "vrnic";
-  else if (!std::strcmp(file, "node_type")) value = "1: CA";
-  else if (!std::strcmp(file, "ports/1/link_layer")) value = "Ethernet";
-  if (!value) return false;
-  written = std::snprintf(buf, size, "%s", value);
-  if (written >= int(size)) written = int(size) - 1;
-  return true;
-}
-
-}  // namespace
-
 // Reads a sysfs attribute without its trailing newline; returns its length or -1.
 VRNIC_EXPORT int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {
   if (!dir || !file || !buf || size == 0) {
     errno = EINVAL;
     return -1;
   }
-  if (!std::strcmp(dir, kIbdevPath)) {
-    int n = 0;
-    if (virtual_sysfs_file(file, buf, size, n)) return n;
-    errno = ENOENT;
-    return -1;
-  }
   char path[512];
   std::snprintf(path, sizeof(path), "%s/%s", dir, file);
   FILE* f = std::fopen(path, "re");
+  // Without `vrnic run`'s sysfs view the device's directory does not exist: its fixed
+  // attributes are answered here.
+  if (!f && !std::strcmp(dir, kIbdevPath)) {
+    std::string value;
+    if (!vrnic::live::fixed_sysfs_attr(file, value)) {
+      errno = ENOENT;
+      return -1;
+    }
+    return std::snprintf(buf, size, "%s", value.c_str()) >= int(size) ? int(size) - 1
+                                                                       : int(value.size());
+  }
   if (!f) return -1;
   size_t n = std::fread(buf, 1, size - 1, f);
   std::fclose(f);

@@ -17,8 +17,9 @@ ibv_device make_device() {
   d.node_type = IBV_NODE_CA;
   d.transport_type = IBV_TRANSPORT_IB;  // RoCE reports the IB transport
   std::strncpy(d.name, kDeviceName, sizeof(d.name) - 1);
-  std::strncpy(d.dev_name, "uverbs_vrnic0", sizeof(d.dev_name) - 1);
-  std::strncpy(d.dev_path, "/sys/class/infiniband_verbs/uverbs_vrnic0", sizeof(d.dev_path) - 1);
+  // UCX stats /dev/infiniband/<dev_name>; `vrnic run` makes these paths exist (docs/live.md).
+  std::strncpy(d.dev_name, live::kUverbsName, sizeof(d.dev_name) - 1);
+  std::strncpy(d.dev_path, live::kUverbsPath, sizeof(d.dev_path) - 1);
   std::strncpy(d.ibdev_path, kIbdevPath, sizeof(d.ibdev_path) - 1);
   return d;
 }
@@ -32,22 +33,6 @@ engine::Gid g_gid;
 ibv_device* the_device() {
   static ibv_device device = make_device();
   return &device;
-}
-
-void mac_from_gid(const uint8_t gid[16], uint8_t mac[6]) {
-  mac[0] = 0x02;  // locally administered, unicast
-  std::memcpy(mac + 1, gid + 11, 5);
-  if (gid[10] == 0xff && gid[11] == 0xff) mac[1] = 0x00;  // IPv4-mapped: 02:00:a:b:c:d
-}
-
-uint64_t guid_from_gid(const uint8_t gid[16]) {
-  uint8_t mac[6];
-  mac_from_gid(gid, mac);
-  const uint8_t eui[8] = {uint8_t(mac[0] ^ 0x02), mac[1], mac[2], 0xff, 0xfe,
-                          mac[3], mac[4], mac[5]};
-  uint64_t be;
-  std::memcpy(&be, eui, 8);
-  return be;
 }
 
 void set_current_gid(const engine::Gid& gid) {

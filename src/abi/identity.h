@@ -5,12 +5,14 @@
 #include <cstdint>
 
 #include "engine/types.h"
+#include "live/identity.h"
 
 namespace vrnic::abi {
 
-inline constexpr char kDeviceName[] = "vrnic0";
-// Not a real sysfs directory: ibv_read_sysfs_file answers for it (device.cc).
-inline constexpr char kIbdevPath[] = "/sys/class/infiniband/vrnic0";
+using live::kDeviceName;
+// Under `vrnic run` a real directory (docs/live.md); elsewhere ibv_read_sysfs_file answers for
+// its fixed attributes (device.cc).
+using live::kIbdevPath;
 // 02:76:72: an identifier in the local (administratively assigned, AAI) quadrant of IEEE
 // 802c: U/L bit set, so no OUI or CID the IEEE assigns can equal it; 76:72 is "vr".
 inline constexpr uint32_t kVendorId = 0x027672;
@@ -19,10 +21,8 @@ inline constexpr uint32_t kHwVer = 1;
 
 ibv_device* the_device();
 
-// A locally administered unicast MAC made from the GID's last four (IPv4) or five bytes.
-void mac_from_gid(const uint8_t gid[16], uint8_t mac[6]);
-// EUI-64 node GUID from that MAC (ff:fe inserted), network byte order as ibv_* report it.
-uint64_t guid_from_gid(const uint8_t gid[16]);
+using live::guid_from_gid;
+using live::mac_from_gid;
 
 // The GID of the open device of this process, else the one VRNIC_IP names, else none.
 bool current_gid(engine::Gid& out);

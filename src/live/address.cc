@@ -7,11 +7,80 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "wire/headers.h"
 
 namespace vrnic::live {
+namespace {
+
+// The address `vrnic run` reserved for this process tree, if any; in the process it exec'd,
+// the reserving socket is closed (once) so that the device's own bind can take the address.
+bool take_reservation(transport::IpAddress& address) {
+  const char* env = std::getenv(kReservationEnv);
+  if (!env) return false;
+  char text[64];
+  int fd = -1;
+  long pid = 0;
+  if (std::sscanf(env, "%63s %d %ld", text, &fd, &pid) != 3 ||
+      !transport::IpAddress::parse(text, address))
+    return false;
+  static std::mutex mu;
+  static bool closed = false;
+  std::lock_guard lock(mu);
+  if (!closed && pid == getpid()) {
+    closed = true;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    transport::IpAddress bound;
+    uint16_t port = 0;
+    // Only the socket the variable describes (the program may have reused the number).
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 &&
+        transport::IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), bound, &port) &&
+        bound == address && port == transport::UdpPortOptions{}.port)
+      close(fd);
+  }
+  return true;
+}
+
+int bind_plain(const transport::IpAddress& address, uint16_t port, int& err) {
+  int fd = socket(address.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+  if (fd < 0) {
+    err = errno;
+    return -1;
+  }
+  sockaddr_storage ss;
+  socklen_t len = address.to_sockaddr(port, ss);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    err = errno;
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+int reserve_device_address(transport::IpAddress& address, int& err, std::string& message) {
+  const uint16_t port = transport::UdpPortOptions{}.port;
+  for (int host = 1; host <= 254; ++host) {
+    address = transport::IpAddress::v4(127, 0, 0, static_cast<uint8_t>(host));
+    int fd = bind_plain(address, port, err);
+    if (fd >= 0) return fd;
+    if (err != EADDRINUSE) {
+      message = "cannot bind " + address.to_string() + " port " + std::to_string(port) + ": " +
+                std::strerror(err);
+      return -1;
+    }
+  }
+  message = "no free loopback address: UDP port " + std::to_string(port) +
+            " is taken on 127.0.0.1 .. 127.0.0.254 (set VRNIC_IP)";
+  err = EADDRINUSE;
+  return -1;
+}
 
 std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requested,
                                                      transport::UdpPortOptions options,
@@ -30,6 +99,11 @@ std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requeste
     }
     return port;
   }
+  transport::IpAddress reserved;
+  if (take_reservation(reserved)) {
+    options.address = reserved;
+    if (auto port = transport::UdpPort::open(options, err)) return port;
+  }
   for (int host = 1; host <= 254; ++host) {
     options.address = transport::IpAddress::v4(127, 0, 0, static_cast<uint8_t>(host));
     auto port = transport::UdpPort::open(options, err);
@@ -46,25 +120,31 @@ std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requeste
   return nullptr;
 }
 
-int interface_mtu(const transport::IpAddress& address) {
+std::string interface_name(const transport::IpAddress& address) {
   ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return 0;
-  int mtu = 0;
-  for (ifaddrs* i = list; i && mtu == 0; i = i->ifa_next) {
+  if (getifaddrs(&list) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = list; i && name.empty(); i = i->ifa_next) {
     transport::IpAddress a;
     if (!i->ifa_addr || !transport::IpAddress::from_sockaddr(i->ifa_addr, a)) continue;
     // All of 127/8 lives on the loopback interface, which lists only 127.0.0.1.
     bool match = a == address || (!address.ipv6 && !a.ipv6 && address.bytes[0] == 127 &&
                                   a.bytes[0] == 127 && (i->ifa_flags & IFF_LOOPBACK));
-    if (!match) continue;
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) break;
-    ifreq req{};
-    std::strncpy(req.ifr_name, i->ifa_name, IFNAMSIZ - 1);
-    if (ioctl(fd, SIOCGIFMTU, &req) == 0) mtu = req.ifr_mtu;
-    close(fd);
+    if (match) name = i->ifa_name;
   }
   freeifaddrs(list);
+  return name;
+}
+
+int interface_mtu(const transport::IpAddress& address) {
+  const std::string name = interface_name(address);
+  if (name.empty()) return 0;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ifreq req{};
+  std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  int mtu = ioctl(fd, SIOCGIFMTU, &req) == 0 ? req.ifr_mtu : 0;
+  close(fd);
   return mtu;
 }
 

@@ -17,8 +17,19 @@ std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requeste
                                                      transport::UdpPortOptions options,
                                                      int& err, std::string& message);
 
+// `vrnic run` picks the program's address before exec (its sysfs view shows that address) and
+// holds it with a bound socket `fd` that survives exec; the environment variable
+// kReservationEnv ("ADDRESS FD PID") tells the program. open_device_port without `requested`
+// in process PID closes FD (once) and tries ADDRESS first; other processes try it first too.
+inline constexpr char kReservationEnv[] = "VRNIC_RESERVED";
+// Binds (first free loopback address, 4791) as open_device_port would and returns the socket
+// (not close-on-exec), or -1 with err and message set as open_device_port sets them.
+int reserve_device_address(transport::IpAddress& address, int& err, std::string& message);
+
 // MTU of the interface holding `address` (0 if not found).
 int interface_mtu(const transport::IpAddress& address);
+// Name of the interface holding `address` ("lo" for all of 127/8); empty if none.
+std::string interface_name(const transport::IpAddress& address);
 
 // The largest IB path MTU (IBV_MTU_* enum, 1..5) whose packets, with IP, UDP, BTH, RETH,
 // ImmDt and ICRC around them, fit in an interface MTU of `if_mtu`; at most `max_mtu`.

@@ -1,4 +1,5 @@
-// `vrnic run`: execs a program with vrnic's libibverbs.so.1 first on its library path.
+// `vrnic run`: execs a program with vrnic's libibverbs.so.1 first on its library path and the
+// device's sysfs view mounted (sysfs_view.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "live/address.h"
 #include "tools/commands.h"
+#include "tools/sysfs_view.h"
 
 namespace vrnic::tools {
 
@@ -32,6 +35,38 @@ std::string find_lib_dir() {
     return real;
   return "";
 }
+
+namespace {
+
+bool sysfs_view_wanted(const RunOptions& o) {
+  const char* env = std::getenv("VRNIC_SYSFS");
+  return !o.no_sysfs && !(env && std::strcmp(env, "0") == 0);
+}
+
+// Reserves the program's address (so the view shows the GID its device will have) and mounts
+// the view; where that is not possible the program still runs, verbs only.
+void prepare_sysfs_view() {
+  transport::IpAddress address;
+  std::string why;
+  int err = 0;
+  const char* ip = std::getenv("VRNIC_IP");
+  if (ip && *ip) {
+    if (!transport::IpAddress::parse(ip, address)) return;  // the device will say why
+  } else {
+    int fd = live::reserve_device_address(address, err, why);
+    if (fd < 0) return;  // no address: the device will fail to open with this same message
+    const std::string held =
+        address.to_string() + " " + std::to_string(fd) + " " + std::to_string(getpid());
+    setenv(live::kReservationEnv, held.c_str(), 1);
+  }
+  if (!mount_sysfs_view(address, why))
+    std::fprintf(stderr,
+                 "vrnic run: no sysfs view of vrnic0 (%s): middleware such as UCX will not find "
+                 "the device, verbs programs are not affected (--no-sysfs: no view, no message)\n",
+                 why.c_str());
+}
+
+}  // namespace
 
 int cmd_run(const RunOptions& o) {
   if (o.command.empty()) {
@@ -59,6 +94,7 @@ int cmd_run(const RunOptions& o) {
   if (o.stats) setenv("VRNIC_STATS", "1", 1);
   if (o.direct) setenv("VRNIC_DIRECT", "1", 1);
   if (o.debug) setenv("VRNIC_DEBUG", "1", 1);
+  if (sysfs_view_wanted(o)) prepare_sysfs_view();
 
   std::vector<char*> argv;
   for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));

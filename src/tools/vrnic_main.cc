@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
                     "same-host direct mode: RDMA WRITE/READ to peers on this host that use it "
                     "too are copied between the processes, not sent as packets");
   run_cmd->add_flag("--debug", run.debug, "debug messages on stderr");
+  run_cmd->add_flag("--no-sysfs", run.no_sysfs,
+                    "no /sys/class/infiniband view or /dev/infiniband node (also VRNIC_SYSFS=0)");
   run_cmd->footer("usage: vrnic run [OPTIONS] [--] PROGRAM [ARGS...]");
 
   StatsOptions stats;

@@ -69,7 +69,21 @@ def cases():
     ud_uc_cases(c)
     direct_cases(c)
     cm_cases(c)
+    ucx_cases(c)
     return c
+
+
+def ucx_cases(c):
+    """UCX's UCT transports on vrnic0 (Debian's ucx-utils): UCX finds the device only through
+    the sysfs view `vrnic run` mounts (/dev/infiniband/uverbs_vrnic0, docs/live.md)."""
+    def pair(tl, test, opts):
+        dev = ["-d", "vrnic0:1", "-x", tl]
+        return {"server": ["ucx_perftest", *dev],
+                "clients": [["ucx_perftest", "127.0.0.1", *dev, "-t", test, "-n", "1000", *opts]],
+                "kind": "cm", "expect": {"client0": [r"(?m)^Final:\s+1000\s+[\d.]+\s+[\d.]+"]},
+                "start_delay": 2, "timeout": 120}
+    c["ucx_rc_am_lat"] = pair("rc_verbs", "am_lat", [])
+    c["ucx_rc_put_bw"] = pair("rc_verbs", "put_bw", ["-s", "65536", "-D", "zcopy"])
 
 
 def cm(server, client, server_expect=(), client_expect=(), **extra):
