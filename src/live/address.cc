@@ -10,40 +10,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "wire/headers.h"
 
 namespace vrnic::live {
 namespace {
 
-// The address `vrnic run` reserved for this process tree, if any; in the process it exec'd,
-// the reserving socket is closed (once) so that the device's own bind can take the address.
+// The address `vrnic run` found free for this process tree and showed in its sysfs view.
 bool take_reservation(transport::IpAddress& address) {
   const char* env = std::getenv(kReservationEnv);
-  if (!env) return false;
   char text[64];
-  int fd = -1;
-  long pid = 0;
-  if (std::sscanf(env, "%63s %d %ld", text, &fd, &pid) != 3 ||
-      !transport::IpAddress::parse(text, address))
-    return false;
-  static std::mutex mu;
-  static bool closed = false;
-  std::lock_guard lock(mu);
-  if (!closed && pid == getpid()) {
-    closed = true;
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    transport::IpAddress bound;
-    uint16_t port = 0;
-    // Only the socket the variable describes (the program may have reused the number).
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 &&
-        transport::IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), bound, &port) &&
-        bound == address && port == transport::UdpPortOptions{}.port)
-      close(fd);
-  }
-  return true;
+  return env && std::sscanf(env, "%63s", text) == 1 && transport::IpAddress::parse(text, address);
 }
 
 int bind_plain(const transport::IpAddress& address, uint16_t port, int& err) {

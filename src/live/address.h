@@ -17,13 +17,13 @@ std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requeste
                                                      transport::UdpPortOptions options,
                                                      int& err, std::string& message);
 
-// `vrnic run` picks the program's address before exec (its sysfs view shows that address) and
-// holds it with a bound socket `fd` that survives exec; the environment variable
-// kReservationEnv ("ADDRESS FD PID") tells the program. open_device_port without `requested`
-// in process PID closes FD (once) and tries ADDRESS first; other processes try it first too.
+// `vrnic run` picks the program's address before exec (its sysfs view shows that address):
+// the first one free at that moment, named in kReservationEnv ("ADDRESS"). open_device_port
+// without `requested` tries ADDRESS first (in the program or any process it starts), then the
+// usual loop: a process that took the address meanwhile only moves the program to the next.
 inline constexpr char kReservationEnv[] = "VRNIC_RESERVED";
-// Binds (first free loopback address, 4791) as open_device_port would and returns the socket
-// (not close-on-exec), or -1 with err and message set as open_device_port sets them.
+// Binds (first free loopback address, 4791) as open_device_port would and returns the socket,
+// or -1 with err and message set as open_device_port sets them.
 int reserve_device_address(transport::IpAddress& address, int& err, std::string& message);
 
 // MTU of the interface holding `address` (0 if not found).

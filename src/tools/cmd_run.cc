@@ -55,9 +55,10 @@ void prepare_sysfs_view() {
   } else {
     int fd = live::reserve_device_address(address, err, why);
     if (fd < 0) return;  // no address: the device will fail to open with this same message
-    const std::string held =
-        address.to_string() + " " + std::to_string(fd) + " " + std::to_string(getpid());
-    setenv(live::kReservationEnv, held.c_str(), 1);
+    // Not held across exec: a program that forks before it opens the device (fio's jobs, a
+    // shell's children) could not take it then. The first process to open a device does.
+    close(fd);
+    setenv(live::kReservationEnv, address.to_string().c_str(), 1);
   }
   if (!mount_sysfs_view(address, why))
     std::fprintf(stderr,

@@ -11,10 +11,8 @@ import subprocess
 import sys
 
 VRNIC = sys.argv[1]
-# The shell drops its copy of the address reservation (docs/live.md), so ibv_devinfo, its
-# child, takes the reserved address: the one the view shows.
+# ibv_devinfo, the shell's child, takes the address vrnic run found free: the one the view shows.
 SCRIPT = r'''
-fd=${VRNIC_RESERVED#* }; fd=${fd%% *}; eval "exec $fd>&-"
 ibv_devinfo -v || exit 1
 echo @@@
 stat -c 'node %F %t:%T' /dev/infiniband/uverbs_vrnic0

@@ -8,6 +8,7 @@
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -329,8 +330,17 @@ def launch(vrnic, argv, bindir, log, env, pcap=None, direct=False, stats=False, 
         opts += ["--direct", "--stats"]
     elif stats:
         opts += ["--stats"]
+    # A session of its own: a kill reaches the processes it forked too (fio's job processes),
+    # which would otherwise hold their vrnic address into the next case.
     return subprocess.Popen([vrnic, "run", *opts, "--", *resolve(argv, bindir, tmp)], stdout=log,
-                            stderr=subprocess.STDOUT, env=env)
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def kill_tree(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def check_captures(bindir, files):
@@ -495,7 +505,7 @@ def run_case(name, spec, vrnic, bindir, timeout):
                 rc = p.wait(timeout=max(1, deadline - time.time()))
             except subprocess.TimeoutExpired:
                 for _, q in procs:
-                    q.kill()
+                    kill_tree(q)
                 problems.append(f"{tag}: timed out after {timeout}s")
                 continue
             if rc != 0:
@@ -504,7 +514,7 @@ def run_case(name, spec, vrnic, bindir, timeout):
             server = procs[0][1]
             if server.poll() is not None:
                 problems.append(f"server: exited early with status {server.returncode}")
-            server.kill()
+            kill_tree(server)
             server.wait()
         for tag, path in logs:
             out = open(path).read()
