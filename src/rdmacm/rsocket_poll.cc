@@ -23,6 +23,7 @@ namespace {
 // is writable and hung up; a failed connect is writable with an error).
 short ready_events(Socket& s) {
   std::lock_guard<std::mutex> g(s.mu);
+  if (s.type == SOCK_DGRAM) return dgram_ready(s);
   switch (s.state) {
     case State::kListening: return s.pending.empty() ? 0 : POLLIN;
     case State::kResolving:
