@@ -118,6 +118,7 @@ struct Socket {
   // Datagram sockets only (rsocket_dgram*.cc).
   int domain = AF_INET;
   ibv_qp* ud_qp = nullptr;
+  bool armed = false;          // the CQ will raise an event (armed only before a wait)
   uint32_t max_dgram = 0;      // the largest payload one datagram carries
   DgHeader self;               // this socket's address as its datagrams carry it
   bool has_dest = false;       // rconnect'ed: the default destination and the only source
@@ -180,6 +181,7 @@ ssize_t dgram_recv(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
                    int flags, sockaddr* from, socklen_t* fromlen, int* msg_flags);
 short dgram_ready(const Socket& s);
 void dgram_poll_cq(Socket& s);
+void dgram_arm(Socket& s);  // before a wait: the CQ armed, then polled once more
 void dgram_teardown(Socket& s);
 bool peer_key(const sockaddr* sa, socklen_t len, PeerKey& key);
 int start_resolve(Socket& s, const PeerKey& key, const sockaddr* to);

@@ -77,7 +77,6 @@ int setup_dgram(Socket& s) {
   s.max_dgram = mtu - sizeof(DgHeader);
   for (uint32_t i = 0; i < kDgRxSlots; ++i) post_dg_recv(s, i);
   for (uint32_t i = kDgTxSlots; i > 0; --i) s.free_tx.push_back(i - 1);
-  ibv_req_notify_cq(s.cq, 0);
   return 0;
 }
 
@@ -245,13 +244,18 @@ ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
     }
     // A new destination is waited for even without blocking: one SIDR exchange.
     if (!it->second.ah) {
-      s.cv.wait(g);
+      s.cv.wait(g);  // the CM event wakes it, not the CQ
       continue;
     }
+    if (!can_send(s)) dgram_poll_cq(s);  // sends completed since the thread last looked
     if (!can_send(s)) {
-      if (dontwait) return would_block();
-      s.cv.wait(g);
-      continue;
+      if (!dontwait) {
+        dgram_arm(s);
+        if (!can_send(s)) s.cv.wait(g);
+        continue;
+      }
+      g.unlock();  // the thread that frees the slots needs the lock
+      return would_block();
     }
     const uint32_t slot = s.free_tx.back();
     std::memcpy(tx_slot(s, slot), &s.self, sizeof s.self);
@@ -270,10 +274,15 @@ ssize_t dgram_recv(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
                    int flags, sockaddr* from, socklen_t* fromlen, int* msg_flags) {
   const size_t room = total_of(iov, iovcnt);
   const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  if (s.rx.empty()) dgram_poll_cq(s);  // what arrived since the thread last looked
   while (s.rx.empty()) {
     if (s.rd_shut || s.closed) return 0;
-    if (dontwait) return would_block();
-    s.cv.wait(g);
+    if (dontwait) {
+      g.unlock();
+      return would_block();
+    }
+    dgram_arm(s);
+    if (s.rx.empty()) s.cv.wait(g);
   }
   const Rx rx = s.rx.front();
   const uint8_t* at = rx_slot(s, rx.slot) + kGrhSize;
@@ -325,6 +334,17 @@ void dgram_poll_cq(Socket& s) {
       s.free_tx.push_back(static_cast<uint32_t>(wc.wr_id));  // a failed send is a lost datagram
     }
   }
+}
+
+// The CQ raises an event only when a thread is about to wait (the rsocket thread then polls
+// it and wakes the waiters, who arm it again if they wait on): a program that keeps calling
+// polls the CQ itself, and no event wakes the rsocket thread per datagram.
+void dgram_arm(Socket& s) {
+  if (!s.armed && s.cq && !s.closed) {
+    ibv_req_notify_cq(s.cq, 0);
+    s.armed = true;
+  }
+  dgram_poll_cq(s);  // what came before the CQ was armed raised no event
 }
 
 void dgram_teardown(Socket& s) {

@@ -141,10 +141,11 @@ void Runtime::on_cq_channel(const Ptr& s) {
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;
   while (ibv_get_cq_event(s->comp, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
-  ibv_req_notify_cq(s->cq, 0);
   if (s->type == SOCK_DGRAM) {
+    s->armed = false;  // a waiter woken arms it again (dgram_arm)
     dgram_poll_cq(*s);
   } else {
+    ibv_req_notify_cq(s->cq, 0);
     poll_cq(*s);
   }
   s->wake();

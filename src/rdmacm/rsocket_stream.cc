@@ -199,7 +199,11 @@ RDMACM_EXPORT int rclose(int fd) {
   {
     std::unique_lock<std::mutex> g(s->mu);
     // Datagrams posted leave before the QP goes (a send completes once it is on the wire).
-    if (s->type == SOCK_DGRAM) s->cv.wait_for(g, kDgramDrain, [&] { return s->sq_used == 0; });
+    const auto drain_end = std::chrono::steady_clock::now() + kDgramDrain;
+    while (s->type == SOCK_DGRAM && s->sq_used && std::chrono::steady_clock::now() < drain_end) {
+      dgram_arm(*s);
+      if (s->sq_used) s->cv.wait_until(g, drain_end);
+    }
     const auto live = [&] { return s->state == State::kConnected && !s->peer_gone; };
     if (live() && !s->fin_sent) {
       s->cv.wait_for(g, kCloseDrain, [&] { return s->sq_used < kSqDepth || !live(); });
