@@ -181,6 +181,19 @@ def rsocket_cases(c):
     c["cm_riostream"] = cm(["riostream", "-b", "127.0.0.1", *rio_opts],
                            ["riostream", "-s", "127.0.0.1", *rio_opts], rio, rio,
                            forbid=["verification failed"])
+    # udpong (datagram rsockets): 1,000 datagrams of 1000 B, each echoed whole (the client
+    # resends one not answered within 1 ms and prints its table only once all 1,000 came
+    # back at their size), and, waiting in rpoll, 10,000 of 2000 B one way (loss allowed:
+    # the count is the server's). The server serves until it is stopped; line-buffered so
+    # that its login line is in the log when it is killed.
+    login = [r"client login from 127\.0\.0\.2"]
+    c["cm_udpong"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1"],
+                        ["udpong", "-s", "127.0.0.1", "-S", "1000", "-C", "1000", "-T", "e"],
+                        login, [r"(?m)^custom\s+1000\s+2k\s+1\.9m\s"], server_persists=True)
+    c["cm_udpong_async"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1", "-T", "a"],
+                              ["udpong", "-s", "127.0.0.1", "-S", "2000", "-C", "10000", "-T", "a"],
+                              login, [r"(?m)^custom\s+1\.9k\s+\S+\s+\S+\s+[\d.]+s"],
+                              server_persists=True)
     # iperf's 64 MiB (-n 64M) leave through vrnic: the client's device sent them all.
     preload = ["env", "LD_PRELOAD=" + RSPRELOAD, "iperf"]
     c["cm_rspreload_iperf"] = cm(
