@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/udp/kernel_socket.h"
 #include "wire/headers.h"
 
 namespace vrnic::live {
@@ -57,7 +58,7 @@ int interface_mtu(const transport::IpAddress& address) {
     bool match = a == address || (!address.ipv6 && !a.ipv6 && address.bytes[0] == 127 &&
                                   a.bytes[0] == 127 && (i->ifa_flags & IFF_LOOPBACK));
     if (!match) continue;
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = transport::kernel_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) break;
     ifreq req{};
     std::strncpy(req.ifr_name, i->ifa_name, IFNAMSIZ - 1);
