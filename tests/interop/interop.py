@@ -202,6 +202,17 @@ def rsocket_cases(c):
         server_persists=True, stats=True,
         counters=[f"client tx_bytes > {MIB64}", f"client tx_send >= {MIB64 // 4096}",
                   "client cm_tx_req >= 1"])
+    # iperf's UDP test (4 MiB of 1470-byte datagrams at 50 Mbit/s) on datagram rsockets: the
+    # server's report comes back to the client; the datagrams left through the client's
+    # device after one SIDR exchange. (The server then binds its port again for the next
+    # client, which two datagram rsockets cannot share: "listener bind failed", and it ends.)
+    c["cm_rspreload_iperf_udp"] = cm(
+        [*preload, "-s", "-u", "-p", "5202"],
+        [*preload, "-c", "127.0.0.1", "-u", "-p", "5202", "-n", "4M", "-b", "50M"],
+        [r"connected with 127\.0\.0\.2", r"4\.00 MBytes"],
+        [r"Sent 2856 datagrams", r"Server Report:", r"4\.00 MBytes"], stats=True,
+        counters=[f"client tx_bytes > {4 << 20}", "client tx_send >= 2856",
+                  "client cm_tx_sidr_req >= 1"])
 
 
 def ext_cases(c):
