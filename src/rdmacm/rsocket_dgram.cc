@@ -195,6 +195,7 @@ int dgram_connect(Socket& s, const sockaddr* addr) {
   if (s.state == State::kIdle) {
     if (int err = dgram_bind(s, nullptr)) return err;
   }
+  if (!s.ud_qp) return EINVAL;  // its id was lost to a failed bind
   s.has_dest = true;
   s.dest = key;
   std::memcpy(&s.dest_addr, addr, key[0] == 6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
@@ -227,6 +228,7 @@ ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
   if (s.state == State::kIdle) {  // sendto on an unbound socket binds it, as UDP does
     if (int err = dgram_bind(s, nullptr)) return fail(err);
   }
+  if (!s.ud_qp) return fail(EINVAL);  // its id was lost to a failed bind
   const size_t total = total_of(iov, iovcnt);
   if (total > s.max_dgram) return fail(EMSGSIZE);
   const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);

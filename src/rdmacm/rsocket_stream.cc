@@ -234,5 +234,6 @@ RDMACM_EXPORT int rgetsockname(int fd, sockaddr* addr, socklen_t* len) {
   Ptr s = Runtime::get().find(fd);
   if (!s) return fail(EBADF);
   std::lock_guard<std::mutex> g(s->mu);
+  if (!s->id) return fail(EINVAL);  // a datagram socket whose id a failed bind lost
   return copy_addr(rdma_get_local_addr(s->id), addr, len);
 }
