@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "transport/udp/kernel_socket.h"
 #include "wire/headers.h"
 
 namespace vrnic::live {
@@ -24,7 +25,7 @@ bool take_reservation(transport::IpAddress& address) {
 }
 
 int bind_plain(const transport::IpAddress& address, uint16_t port, int& err) {
-  int fd = socket(address.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+  int fd = transport::kernel_socket(address.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     err = errno;
     return -1;
@@ -116,7 +117,7 @@ std::string interface_name(const transport::IpAddress& address) {
 int interface_mtu(const transport::IpAddress& address) {
   const std::string name = interface_name(address);
   if (name.empty()) return 0;
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int fd = transport::kernel_socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   ifreq req{};
   std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);

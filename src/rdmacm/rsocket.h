@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,38 @@ enum class State : uint8_t {
 
 struct Rx {
   uint32_t slot, len, off;
+};
+
+// Datagram rsockets (SOCK_DGRAM): each is an unreliable-datagram QP of its own, and an
+// rdma_cm_id of the UDP port space bound to the socket's address and listening, so that a
+// peer can resolve the address to the QP by SIDR. Every datagram starts with a DgHeader
+// holding the sender's address (the receiver reports it as the source); a UD receive
+// buffer starts with the 40-byte GRH. A datagram's payload is at most the path MTU minus
+// the header; datagrams may be lost (no receive posted), never cut short or corrupted.
+inline constexpr uint32_t kGrhSize = 40;
+inline constexpr uint32_t kDgMaxMtu = 4096;
+inline constexpr uint32_t kDgSlotSize = kGrhSize + kDgMaxMtu + 24;
+inline constexpr uint32_t kDgRxSlots = 256;
+inline constexpr uint32_t kDgTxSlots = 64;
+inline constexpr uint8_t kDgMagic = 0xd7;
+
+struct DgHeader {
+  uint8_t magic = kDgMagic;
+  uint8_t family = 0;   // 4 or 6
+  uint16_t port = 0;    // network order
+  uint8_t addr[16]{};
+};
+static_assert(sizeof(DgHeader) == 20);
+
+// A destination's family, address and port as one comparable key (DgHeader's fields).
+using PeerKey = std::array<uint8_t, 19>;
+
+// How to reach a destination's QP: resolved once (SIDR) and kept for the socket's life.
+struct Peer {
+  rdma_cm_id* resolver = nullptr;  // the SIDR exchange under way
+  ibv_ah* ah = nullptr;
+  uint32_t qpn = 0, qkey = 0;
+  int error = 0;                   // the resolution failed (reported once, then forgotten)
 };
 
 // A window of memory one side opened for the other's riowrite, at an rsocket offset.
@@ -81,6 +114,17 @@ struct Socket {
   bool peer_gone = false;     // the connection is disconnected
   std::vector<IoMap> local_maps, remote_maps;
   bool rd_shut = false, wr_shut = false, fin_sent = false;
+
+  // Datagram sockets only (rsocket_dgram*.cc).
+  int domain = AF_INET;
+  ibv_qp* ud_qp = nullptr;
+  bool armed = false;          // the CQ will raise an event (armed only before a wait)
+  uint32_t max_dgram = 0;      // the largest payload one datagram carries
+  DgHeader self;               // this socket's address as its datagrams carry it
+  bool has_dest = false;       // rconnect'ed: the default destination and the only source
+  PeerKey dest{};
+  sockaddr_storage dest_addr{};
+  std::map<PeerKey, Peer> peers;
 
   // Options (SOL_SOCKET, IPPROTO_TCP, SOL_RDMA); kept and reported back.
   int reuseaddr = 0, keepalive = 0, nodelay = 0, keepidle = 7200;
@@ -127,6 +171,29 @@ int post_msg(Socket& s, Msg m, uint32_t slot, uint32_t len);
 void repost_slot(Socket& s, uint32_t slot, bool data);
 void send_grant_if_due(Socket& s);
 void teardown(Socket& s);            // destroys the verbs and CM objects
+
+// The datagram socket (rsocket_dgram.cc, rsocket_dgram_peer.cc), all with s.mu held.
+int dgram_bind(Socket& s, const sockaddr* addr);  // the id bound and listening, QP ready
+int dgram_connect(Socket& s, const sockaddr* addr);
+ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov, int iovcnt,
+                   int flags, const sockaddr* to, socklen_t tolen);
+ssize_t dgram_recv(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov, int iovcnt,
+                   int flags, sockaddr* from, socklen_t* fromlen, int* msg_flags);
+short dgram_ready(const Socket& s);
+void dgram_poll_cq(Socket& s);
+void dgram_arm(Socket& s);  // before a wait: the CQ armed, then polled once more
+void dgram_teardown(Socket& s);
+bool peer_key(const sockaddr* sa, socklen_t len, PeerKey& key);
+int start_resolve(Socket& s, const PeerKey& key, const sockaddr* to);
+void dgram_answer(Socket& s, rdma_cm_id* request);  // a peer's SIDR request for our QP
+void dgram_cm_event(Socket& s, rdma_cm_id* id, rdma_cm_event_type type, int status,
+                    const rdma_ud_param& ud);
+
+// iovec helpers (rsocket_data.cc).
+size_t total_of(const iovec* iov, int n);
+void gather(const iovec* iov, size_t at, uint8_t* buf, size_t len);
+void scatter(const iovec* iov, size_t at, const uint8_t* buf, size_t len);
+ssize_t would_block();  // EAGAIN, after yielding the CPU
 
 inline void* serial_ctx(uint64_t serial) { return reinterpret_cast<void*>(serial); }
 

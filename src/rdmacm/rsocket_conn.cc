@@ -161,6 +161,7 @@ void poll_cq(Socket& s) {
 }
 
 void teardown(Socket& s) {
+  dgram_teardown(s);
   for (rdma_cm_id* id : s.pending) {
     rdma_reject(id, nullptr, 0);
     rdma_destroy_id(id);

@@ -1,5 +1,6 @@
 // The rsocket stream datapath: rsend / rwrite / rsendmsg … copy into send slots and post
 // them against the peer's credits; rrecv / rread / rrecvmsg … copy out of received slots.
+// Datagram sockets take the same calls into rsocket_dgram.cc.
 #include <rdma/rsocket.h>
 
 #include <sched.h>
@@ -13,7 +14,7 @@
 using namespace vrnic::rdmacm;
 using namespace vrnic::rdmacm::rs;
 
-namespace {
+namespace vrnic::rdmacm::rs {
 
 size_t total_of(const iovec* iov, int n) {
   size_t t = 0;
@@ -50,6 +51,17 @@ void scatter(const iovec* iov, size_t at, const uint8_t* buf, size_t len) {
   }
 }
 
+// Nothing to do now for a program that will call again at once: the threads that move the
+// data (this library's, the device's) get the CPU first.
+ssize_t would_block() {
+  sched_yield();
+  return fail(EAGAIN);
+}
+
+}  // namespace vrnic::rdmacm::rs
+
+namespace {
+
 bool pre_connect(State st) {
   return st == State::kResolving || st == State::kConnecting || st == State::kAccepting;
 }
@@ -58,17 +70,15 @@ bool can_send(const Socket& s) {
   return s.credits > 0 && !s.free_tx.empty() && s.sq_used < kSqDepth;
 }
 
-// Nothing to do now for a program that will call again at once: the threads that move the
-// data (this library's, the device's) get the CPU first.
-ssize_t would_block() {
-  sched_yield();
-  return fail(EAGAIN);
-}
-
-ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags) {
+ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr* to = nullptr,
+                 socklen_t tolen = 0) {
   Ptr p = Runtime::get().find(fd);
   if (!p) return fail(EBADF);
   Socket& s = *p;
+  if (s.type == SOCK_DGRAM) {
+    std::unique_lock<std::mutex> g(s.mu);
+    return dgram_send(s, g, iov, iovcnt, flags, to, tolen);
+  }
   const size_t total = total_of(iov, iovcnt);
   const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
   std::unique_lock<std::mutex> g(s.mu);
@@ -119,10 +129,15 @@ size_t take(Socket& s, const iovec* iov, size_t at, size_t want, bool peek) {
   return got;
 }
 
-ssize_t recv_iov(int fd, const iovec* iov, int iovcnt, int flags) {
+ssize_t recv_iov(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* from = nullptr,
+                 socklen_t* fromlen = nullptr, int* msg_flags = nullptr) {
   Ptr p = Runtime::get().find(fd);
   if (!p) return fail(EBADF);
   Socket& s = *p;
+  if (s.type == SOCK_DGRAM) {
+    std::unique_lock<std::mutex> g(s.mu);
+    return dgram_recv(s, g, iov, iovcnt, flags, from, fromlen, msg_flags);
+  }
   const size_t total = total_of(iov, iovcnt);
   const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
   const bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
@@ -154,14 +169,17 @@ RDMACM_EXPORT ssize_t rsend(int fd, const void* buf, size_t len, int flags) {
   return send_iov(fd, &v, 1, flags);
 }
 
-RDMACM_EXPORT ssize_t rsendto(int fd, const void* buf, size_t len, int flags, const sockaddr*,
-                              socklen_t) {
-  return rsend(fd, buf, len, flags);  // a connected stream ignores the address, as TCP does
+// A connected stream ignores the address, as TCP does; a datagram goes to it.
+RDMACM_EXPORT ssize_t rsendto(int fd, const void* buf, size_t len, int flags, const sockaddr* to,
+                              socklen_t tolen) {
+  iovec v{const_cast<void*>(buf), len};
+  return send_iov(fd, &v, 1, flags, to, tolen);
 }
 
 RDMACM_EXPORT ssize_t rsendmsg(int fd, const msghdr* msg, int flags) {
   if (!msg) return fail(EFAULT);
-  return send_iov(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+  return send_iov(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags,
+                  static_cast<const sockaddr*>(msg->msg_name), msg->msg_namelen);
 }
 
 RDMACM_EXPORT ssize_t rwrite(int fd, const void* buf, size_t len) { return rsend(fd, buf, len, 0); }
@@ -175,9 +193,13 @@ RDMACM_EXPORT ssize_t rrecv(int fd, void* buf, size_t len, int flags) {
   return recv_iov(fd, &v, 1, flags);
 }
 
+// A stream reports its peer; a datagram socket the datagram's sender.
 RDMACM_EXPORT ssize_t rrecvfrom(int fd, void* buf, size_t len, int flags, sockaddr* from,
                                 socklen_t* fromlen) {
-  const ssize_t n = rrecv(fd, buf, len, flags);
+  iovec v{buf, len};
+  Ptr p = Runtime::get().find(fd);
+  if (p && p->type == SOCK_DGRAM) return recv_iov(fd, &v, 1, flags, from, fromlen);
+  const ssize_t n = recv_iov(fd, &v, 1, flags);
   if (n >= 0 && from && fromlen) rgetpeername(fd, from, fromlen);
   return n;
 }
@@ -186,7 +208,9 @@ RDMACM_EXPORT ssize_t rrecvmsg(int fd, msghdr* msg, int flags) {
   if (!msg) return fail(EFAULT);
   msg->msg_flags = 0;
   msg->msg_controllen = 0;
-  return recv_iov(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags);
+  auto* from = static_cast<sockaddr*>(msg->msg_name);
+  return recv_iov(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags, from,
+                  from ? &msg->msg_namelen : nullptr, &msg->msg_flags);
 }
 
 RDMACM_EXPORT ssize_t rread(int fd, void* buf, size_t len) { return rrecv(fd, buf, len, 0); }

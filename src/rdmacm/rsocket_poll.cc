@@ -4,6 +4,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <rdma/rsocket.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,10 +20,22 @@ using namespace vrnic::rdmacm::rs;
 
 namespace {
 
+constexpr auto kBusyPoll = std::chrono::milliseconds(1);
+
 // What poll would report for the socket now (as a kernel TCP socket does: an unconnected one
 // is writable and hung up; a failed connect is writable with an error).
-short ready_events(Socket& s) {
+// `arm`: the caller will sleep unless something is ready (a datagram socket's CQ must then
+// raise an event).
+short ready_events(Socket& s, bool arm) {
   std::lock_guard<std::mutex> g(s.mu);
+  if (s.type == SOCK_DGRAM) {
+    if (arm) {
+      dgram_arm(s);
+    } else {
+      dgram_poll_cq(s);  // datagrams that arrived since the thread last looked
+    }
+    return dgram_ready(s);
+  }
   switch (s.state) {
     case State::kListening: return s.pending.empty() ? 0 : POLLIN;
     case State::kResolving:
@@ -47,9 +60,11 @@ void drain(int fd) {
   (void)!read(fd, &v, sizeof v);
 }
 
+// Rounded up, as poll's timeout: a part of a millisecond left is still waited for (rounded
+// down, rpoll(…, 1) would give up after one look).
 int remaining_ms(std::chrono::steady_clock::time_point deadline, int timeout) {
   if (timeout < 0) return -1;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
   return left.count() > 0 ? static_cast<int>(left.count()) : 0;
 }
@@ -58,25 +73,39 @@ int remaining_ms(std::chrono::steady_clock::time_point deadline, int timeout) {
 
 // Each round: clear the rsockets' eventfds, read their state, then poll everything (without
 // waiting if an rsocket is ready). A change after the state was read writes its eventfd, so
-// the poll wakes for it.
+// the poll wakes for it. With a datagram rsocket in the set the first kBusyPoll are spent
+// polling (as Linux's SO_BUSY_POLL): reading a datagram socket's state polls its CQ, which
+// receives the device's packets in this thread, so a reply is seen without waking the
+// device's and the rsocket thread in turn.
 RDMACM_EXPORT int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
   if (!fds && nfds) return fail(EFAULT);
   std::vector<Ptr> socks(nfds);
-  for (nfds_t i = 0; i < nfds; ++i) socks[i] = Runtime::get().find(fds[i].fd);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+  bool dgram = false;
+  for (nfds_t i = 0; i < nfds; ++i) {
+    socks[i] = Runtime::get().find(fds[i].fd);
+    dgram = dgram || (socks[i] && socks[i]->type == SOCK_DGRAM);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeout);
   std::vector<pollfd> os(fds, fds + nfds);
-  for (;;) {
+  const auto scan = [&](bool arm) {
     int ready = 0;
     for (nfds_t i = 0; i < nfds; ++i) {
       if (!socks[i]) continue;
       drain(socks[i]->fd);
       const short mask = fds[i].events | POLLERR | POLLHUP;
-      fds[i].revents = ready_events(*socks[i]) & mask;
+      fds[i].revents = ready_events(*socks[i], arm) & mask;
       os[i].events = POLLIN;
       ready += fds[i].revents != 0;
     }
-    const int wait = ready ? 0 : remaining_ms(deadline, timeout);
-    const int n = poll(os.data(), nfds, wait);
+    return ready;
+  };
+  for (;;) {
+    int ready = scan(false);
+    int wait = ready ? 0 : remaining_ms(deadline, timeout);
+    const bool busy = wait != 0 && dgram && std::chrono::steady_clock::now() < start + kBusyPoll;
+    if (wait != 0 && !busy && dgram && (ready = scan(true))) wait = 0;
+    const int n = poll(os.data(), nfds, busy ? 0 : wait);
     if (n < 0) return -1;
     for (nfds_t i = 0; i < nfds; ++i) {
       if (socks[i]) continue;
@@ -84,6 +113,7 @@ RDMACM_EXPORT int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
       ready += os[i].revents != 0;
     }
     if (ready || wait == 0) return ready;
+    if (busy) sched_yield();
   }
 }
 

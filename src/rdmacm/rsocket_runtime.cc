@@ -1,5 +1,6 @@
 // The process's rsockets: the fd table and the `vrnic-rsocket` thread, which takes CM events
-// (connection setup, requests, disconnects) and CQ events and turns them into socket state.
+// (connection setup, requests, disconnects; datagram sockets' SIDR requests and resolutions)
+// and CQ events and turns them into socket state.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -140,8 +141,13 @@ void Runtime::on_cq_channel(const Ptr& s) {
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;
   while (ibv_get_cq_event(s->comp, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
-  ibv_req_notify_cq(s->cq, 0);
-  poll_cq(*s);
+  if (s->type == SOCK_DGRAM) {
+    s->armed = false;  // a waiter woken arms it again (dgram_arm)
+    dgram_poll_cq(*s);
+  } else {
+    ibv_req_notify_cq(s->cq, 0);
+    poll_cq(*s);
+  }
   s->wake();
 }
 
@@ -150,6 +156,8 @@ void Runtime::on_cm_event(rdma_cm_event* ev) {
   const rdma_cm_event_type type = ev->event;
   const bool request = type == RDMA_CM_EVENT_CONNECT_REQUEST;
   const auto serial = reinterpret_cast<uint64_t>(request ? ev->listen_id->context : id->context);
+  const int status = ev->status;
+  const rdma_ud_param ud = ev->param.ud;
   rdma_ack_cm_event(ev);
   Ptr s;
   {
@@ -161,6 +169,10 @@ void Runtime::on_cm_event(rdma_cm_event* ev) {
     id->context = nullptr;  // its own socket's serial once accepted
     if (s) {
       std::lock_guard<std::mutex> g(s->mu);
+      if (!s->closed && s->type == SOCK_DGRAM && s->ud_qp) {
+        dgram_answer(*s, id);
+        return;
+      }
       if (!s->closed && s->state == State::kListening) {
         s->pending.push_back(id);
         s->wake();
@@ -173,6 +185,7 @@ void Runtime::on_cm_event(rdma_cm_event* ev) {
   }
   if (!s) return;
   std::lock_guard<std::mutex> g(s->mu);
+  if (!s->closed && s->type == SOCK_DGRAM) return dgram_cm_event(*s, id, type, status, ud);
   if (s->closed || s->id != id) return;
   switch (type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:

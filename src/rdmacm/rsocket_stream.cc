@@ -16,6 +16,7 @@ namespace {
 
 constexpr int kResolveMs = 2000;
 constexpr auto kCloseDrain = std::chrono::seconds(10);
+constexpr auto kDgramDrain = std::chrono::seconds(1);
 
 bool connected_or_failed(const Socket& s) {
   return s.state == State::kConnected || s.state == State::kError;
@@ -65,11 +66,15 @@ Ptr accepted_socket(rdma_cm_id* id, bool nonblock) {
 RDMACM_EXPORT int rsocket(int domain, int type, int protocol) {
   if (domain != AF_INET && domain != AF_INET6) return fail(EAFNOSUPPORT);
   const int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (base != SOCK_STREAM || (protocol && protocol != IPPROTO_TCP)) return fail(EPROTONOSUPPORT);
+  const bool stream = base == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP);
+  const bool dgram = base == SOCK_DGRAM && (!protocol || protocol == IPPROTO_UDP);
+  if (!stream && !dgram) return fail(EPROTONOSUPPORT);
   Runtime& rt = Runtime::get();
   Ptr s = rt.create(base);
   if (!s) return -1;
-  if (rdma_create_id(rt.channel(), &s->id, serial_ctx(s->serial), RDMA_PS_TCP)) {
+  s->domain = domain;
+  if (rdma_create_id(rt.channel(), &s->id, serial_ctx(s->serial),
+                     dgram ? RDMA_PS_UDP : RDMA_PS_TCP)) {
     const int err = errno;
     rt.remove(s);
     return fail(err);
@@ -84,6 +89,10 @@ RDMACM_EXPORT int rbind(int fd, const sockaddr* addr, socklen_t len) {
   if (!addr || len < sizeof(sockaddr_in)) return fail(EINVAL);
   std::lock_guard<std::mutex> g(s->mu);
   if (s->state != State::kIdle) return fail(EINVAL);
+  if (s->type == SOCK_DGRAM) {
+    const int err = dgram_bind(*s, addr);
+    return err ? fail(err) : 0;
+  }
   if (rdma_bind_addr(s->id, const_cast<sockaddr*>(addr))) return -1;
   s->state = State::kBound;
   return 0;
@@ -93,6 +102,7 @@ RDMACM_EXPORT int rlisten(int fd, int backlog) {
   Ptr s = Runtime::get().find(fd);
   if (!s) return fail(EBADF);
   std::lock_guard<std::mutex> g(s->mu);
+  if (s->type == SOCK_DGRAM) return fail(EOPNOTSUPP);
   if (s->state == State::kListening) return 0;
   if (s->state != State::kBound) return fail(EINVAL);
   if (rdma_listen(s->id, backlog)) return -1;
@@ -107,6 +117,7 @@ RDMACM_EXPORT int raccept(int fd, sockaddr* addr, socklen_t* len) {
   bool nonblock;
   {
     std::unique_lock<std::mutex> g(l->mu);
+    if (l->type == SOCK_DGRAM) return fail(EOPNOTSUPP);
     if (l->state != State::kListening) return fail(EINVAL);
     while (l->pending.empty()) {
       if (l->nonblock) return fail(EAGAIN);
@@ -135,6 +146,10 @@ RDMACM_EXPORT int rconnect(int fd, const sockaddr* addr, socklen_t len) {
   if (!s) return fail(EBADF);
   if (!addr || len < sizeof(sockaddr_in)) return fail(EINVAL);
   std::unique_lock<std::mutex> g(s->mu);
+  if (s->type == SOCK_DGRAM) {
+    const int err = dgram_connect(*s, addr);
+    return err ? fail(err) : 0;
+  }
   switch (s->state) {
     case State::kIdle:
     case State::kBound: break;
@@ -157,6 +172,13 @@ RDMACM_EXPORT int rshutdown(int fd, int how) {
   if (!s) return fail(EBADF);
   if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) return fail(EINVAL);
   std::unique_lock<std::mutex> g(s->mu);
+  if (s->type == SOCK_DGRAM && !s->has_dest) return fail(ENOTCONN);  // as UDP
+  if (s->type == SOCK_DGRAM) {
+    s->rd_shut |= how != SHUT_WR;
+    s->wr_shut |= how != SHUT_RD;
+    s->wake();
+    return 0;
+  }
   if (s->state != State::kConnected) return fail(ENOTCONN);
   if (how != SHUT_WR) s->rd_shut = true;
   if (how != SHUT_RD) s->wr_shut = true;
@@ -176,6 +198,12 @@ RDMACM_EXPORT int rclose(int fd) {
   if (!s) return fail(EBADF);
   {
     std::unique_lock<std::mutex> g(s->mu);
+    // Datagrams posted leave before the QP goes (a send completes once it is on the wire).
+    const auto drain_end = std::chrono::steady_clock::now() + kDgramDrain;
+    while (s->type == SOCK_DGRAM && s->sq_used && std::chrono::steady_clock::now() < drain_end) {
+      dgram_arm(*s);
+      if (s->sq_used) s->cv.wait_until(g, drain_end);
+    }
     const auto live = [&] { return s->state == State::kConnected && !s->peer_gone; };
     if (live() && !s->fin_sent) {
       s->cv.wait_for(g, kCloseDrain, [&] { return s->sq_used < kSqDepth || !live(); });
@@ -194,6 +222,10 @@ RDMACM_EXPORT int rgetpeername(int fd, sockaddr* addr, socklen_t* len) {
   Ptr s = Runtime::get().find(fd);
   if (!s) return fail(EBADF);
   std::lock_guard<std::mutex> g(s->mu);
+  if (s->type == SOCK_DGRAM) {
+    if (!s->has_dest) return fail(ENOTCONN);
+    return copy_addr(reinterpret_cast<const sockaddr*>(&s->dest_addr), addr, len);
+  }
   if (s->state != State::kConnected) return fail(ENOTCONN);
   return copy_addr(rdma_get_peer_addr(s->id), addr, len);
 }
@@ -202,5 +234,6 @@ RDMACM_EXPORT int rgetsockname(int fd, sockaddr* addr, socklen_t* len) {
   Ptr s = Runtime::get().find(fd);
   if (!s) return fail(EBADF);
   std::lock_guard<std::mutex> g(s->mu);
+  if (!s->id) return fail(EINVAL);  // a datagram socket whose id a failed bind lost
   return copy_addr(rdma_get_local_addr(s->id), addr, len);
 }

@@ -196,6 +196,19 @@ def rsocket_cases(c):
     c["cm_riostream"] = cm(["riostream", "-b", "127.0.0.1", *rio_opts],
                            ["riostream", "-s", "127.0.0.1", *rio_opts], rio, rio,
                            forbid=["verification failed"])
+    # udpong (datagram rsockets): 1,000 datagrams of 1000 B, each echoed whole (the client
+    # resends one not answered within 1 ms and prints its table only once all 1,000 came
+    # back at their size), and, waiting in rpoll, 10,000 of 2000 B one way (loss allowed:
+    # the count is the server's). The server serves until it is stopped; line-buffered so
+    # that its login line is in the log when it is killed.
+    login = [r"client login from 127\.0\.0\.2"]
+    c["cm_udpong"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1"],
+                        ["udpong", "-s", "127.0.0.1", "-S", "1000", "-C", "1000", "-T", "e"],
+                        login, [r"(?m)^custom\s+1000\s+2k\s+1\.9m\s"], server_persists=True)
+    c["cm_udpong_async"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1", "-T", "a"],
+                              ["udpong", "-s", "127.0.0.1", "-S", "2000", "-C", "10000", "-T", "a"],
+                              login, [r"(?m)^custom\s+1\.9k\s+\S+\s+\S+\s+[\d.]+s"],
+                              server_persists=True)
     # iperf's 64 MiB (-n 64M) leave through vrnic: the client's device sent them all.
     preload = ["env", "LD_PRELOAD=" + RSPRELOAD, "iperf"]
     c["cm_rspreload_iperf"] = cm(
@@ -204,6 +217,17 @@ def rsocket_cases(c):
         server_persists=True, stats=True,
         counters=[f"client tx_bytes > {MIB64}", f"client tx_send >= {MIB64 // 4096}",
                   "client cm_tx_req >= 1"])
+    # iperf's UDP test (4 MiB of 1470-byte datagrams at 50 Mbit/s) on datagram rsockets: the
+    # server's report comes back to the client; the datagrams left through the client's
+    # device after one SIDR exchange. (The server then binds its port again for the next
+    # client, which two datagram rsockets cannot share: "listener bind failed", and it ends.)
+    c["cm_rspreload_iperf_udp"] = cm(
+        [*preload, "-s", "-u", "-p", "5202"],
+        [*preload, "-c", "127.0.0.1", "-u", "-p", "5202", "-n", "4M", "-b", "50M"],
+        [r"connected with 127\.0\.0\.2", r"4\.00 MBytes"],
+        [r"Sent 2856 datagrams", r"Server Report:", r"4\.00 MBytes"], stats=True,
+        counters=[f"client tx_bytes > {4 << 20}", "client tx_send >= 2856",
+                  "client cm_tx_sidr_req >= 1"])
 
 
 def ext_cases(c):

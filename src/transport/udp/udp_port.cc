@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "transport/udp/fault_injector.h"
+#include "transport/udp/kernel_socket.h"
 #include "transport/udp/log.h"
 #include "transport/udp/pcap_writer.h"
 #include "wire/headers.h"
@@ -92,7 +93,7 @@ RecvBatch::~RecvBatch() = default;
 
 int UdpPort::open_socket(uint16_t port, int& err) {
   const bool v6 = options_.address.ipv6;
-  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = kernel_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     err = errno;
     return -1;
@@ -178,7 +179,7 @@ bool UdpPort::set_multicast(const std::array<uint8_t, 16>& group, bool ipv6, boo
     return true;
   }
   if (it != groups_.end()) return true;
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = kernel_socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   // Every device on the host that joined binds (group, port): SO_REUSEADDR lets them share
   // it, and each gets a copy of every datagram sent to the group.
