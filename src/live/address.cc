@@ -25,7 +25,8 @@ bool take_reservation(transport::IpAddress& address) {
 }
 
 int bind_plain(const transport::IpAddress& address, uint16_t port, int& err) {
-  int fd = transport::kernel_socket(address.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int fd = transport::kernel_socket(address.ipv6 ? AF_INET6 : AF_INET,
+                                    SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     err = errno;
     return -1;
