@@ -85,6 +85,19 @@ def ucx_cases(c):
                 "start_delay": 2, "timeout": 120}
     c["ucx_rc_am_lat"] = pair("rc_verbs", "am_lat", [])
     c["ucx_rc_put_bw"] = pair("rc_verbs", "put_bw", ["-s", "65536", "-D", "zcopy"])
+    c["ucx_ud_am_lat"] = pair("ud_verbs", "am_lat", [])
+
+    # UCP (what MPI uses) wired up over vrnic's verbs only: no TCP, no shared memory.
+    def ucp(test, opts):
+        tls = ["env", "UCX_TLS=rc_verbs,ud_verbs,self", "ucx_perftest", "-p", "13340"]
+        return {"server": tls,
+                "clients": [[*tls, "127.0.0.1", "-t", test, "-n", "1000", *opts]],
+                "kind": "cm", "noport": True,
+                "expect": {"client0": [r"(?m)^Final:\s+1000\s+[\d.]+\s+[\d.]+"]},
+                "start_delay": 2, "timeout": 120, "stats": True,
+                "counters": ["client tx_packets >= 1000", "client rx_packets >= 1000"]}
+    c["ucp_tag_lat"] = ucp("tag_lat", [])
+    c["ucp_tag_bw"] = ucp("tag_bw", ["-s", "65536"])
 
 
 def cm(server, client, server_expect=(), client_expect=(), **extra):
