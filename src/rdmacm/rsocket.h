@@ -165,6 +165,13 @@ class Runtime {
 
 // Connection resources and the datapath (rsocket_conn.cc), all with s.mu held.
 int setup_conn(Socket& s);           // CQ, MRs, QP on s.id, receives posted
+// What stream and datagram sockets set up alike: page-aligned rx and tx slot buffers with
+// their MRs, a completion channel and one CQ for both directions (0 or an errno), and the
+// attributes of a QP on that CQ (every send signalled, one SGE).
+int setup_rings(Socket& s, ibv_context* ctx, uint32_t rx_slots, uint32_t tx_slots,
+                size_t slot_size, int cq_entries);
+ibv_qp_init_attr ring_qp_attr(const Socket& s, ibv_qp_type type, uint32_t send_wr,
+                              uint32_t recv_wr);
 void conn_param(rdma_conn_param& p);  // what both sides offer
 void poll_cq(Socket& s);             // takes every completion, updates the state
 int post_msg(Socket& s, Msg m, uint32_t slot, uint32_t len);

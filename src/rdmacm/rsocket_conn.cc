@@ -15,10 +15,9 @@ namespace {
 constexpr uint64_t kTxData = 1ull << 32;
 constexpr uint64_t kTxCtrl = 2ull << 32;
 
-uint8_t* slots(uint32_t n) {
+uint8_t* slots(uint32_t n, size_t slot_size) {
   void* p = nullptr;
-  return posix_memalign(&p, 4096, size_t(n) * kSlotSize) == 0 ? static_cast<uint8_t*>(p)
-                                                               : nullptr;
+  return posix_memalign(&p, 4096, n * slot_size) == 0 ? static_cast<uint8_t*>(p) : nullptr;
 }
 
 // A completion that failed: the connection is gone (a flush only follows an error or a
@@ -70,25 +69,37 @@ void conn_param(rdma_conn_param& p) {
   p.rnr_retry_count = 7;  // infinite: a slot not yet reposted only delays a message
 }
 
-int setup_conn(Socket& s) {
-  ibv_context* ctx = s.id->verbs;
+int setup_rings(Socket& s, ibv_context* ctx, uint32_t rx_slots, uint32_t tx_slots,
+                size_t slot_size, int cq_entries) {
   ibv_pd* pd = Service::get().default_pd();
-  s.rx_buf = slots(kRxSlots);
-  s.tx_buf = slots(kTxSlots);
+  s.rx_buf = slots(rx_slots, slot_size);
+  s.tx_buf = slots(tx_slots, slot_size);
   if (!s.rx_buf || !s.tx_buf) return ENOMEM;
-  s.rx_mr = ibv_reg_mr(pd, s.rx_buf, size_t(kRxSlots) * kSlotSize, IBV_ACCESS_LOCAL_WRITE);
-  s.tx_mr = ibv_reg_mr(pd, s.tx_buf, size_t(kTxSlots) * kSlotSize, 0);
+  s.rx_mr = ibv_reg_mr(pd, s.rx_buf, rx_slots * slot_size, IBV_ACCESS_LOCAL_WRITE);
+  s.tx_mr = ibv_reg_mr(pd, s.tx_buf, tx_slots * slot_size, 0);
   s.comp = ibv_create_comp_channel(ctx);
   if (!s.rx_mr || !s.tx_mr || !s.comp) return errno ? errno : ENOMEM;
-  s.cq = ibv_create_cq(ctx, kRxSlots + kSqDepth, serial_ctx(s.serial), s.comp, 0);
-  if (!s.cq) return errno;
+  s.cq = ibv_create_cq(ctx, cq_entries, serial_ctx(s.serial), s.comp, 0);
+  return s.cq ? 0 : errno;
+}
+
+ibv_qp_init_attr ring_qp_attr(const Socket& s, ibv_qp_type type, uint32_t send_wr,
+                              uint32_t recv_wr) {
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = s.cq;
-  qa.qp_type = IBV_QPT_RC;
+  qa.qp_type = type;
   qa.sq_sig_all = 1;
-  qa.cap.max_send_wr = kSqDepth;
-  qa.cap.max_recv_wr = kRxSlots;
+  qa.cap.max_send_wr = send_wr;
+  qa.cap.max_recv_wr = recv_wr;
   qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  return qa;
+}
+
+int setup_conn(Socket& s) {
+  ibv_pd* pd = Service::get().default_pd();
+  if (int err = setup_rings(s, s.id->verbs, kRxSlots, kTxSlots, kSlotSize, kRxSlots + kSqDepth))
+    return err;
+  ibv_qp_init_attr qa = ring_qp_attr(s, IBV_QPT_RC, kSqDepth, kRxSlots);
   if (rdma_create_qp(s.id, pd, &qa)) return errno;
   for (uint32_t i = 0; i < kRxSlots; ++i) repost_slot(s, i, false);
   for (uint32_t i = kTxSlots; i > 0; --i) s.free_tx.push_back(i - 1);

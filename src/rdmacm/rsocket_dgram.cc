@@ -13,12 +13,6 @@
 namespace vrnic::rdmacm::rs {
 namespace {
 
-uint8_t* dg_slots(uint32_t n) {
-  void* p = nullptr;
-  return posix_memalign(&p, 4096, size_t(n) * kDgSlotSize) == 0 ? static_cast<uint8_t*>(p)
-                                                                 : nullptr;
-}
-
 uint8_t* rx_slot(const Socket& s, uint32_t slot) { return s.rx_buf + size_t(slot) * kDgSlotSize; }
 uint8_t* tx_slot(const Socket& s, uint32_t slot) { return s.tx_buf + size_t(slot) * kDgSlotSize; }
 
@@ -52,22 +46,9 @@ int ud_qp_ready(ibv_qp* qp) {
 int setup_dgram(Socket& s) {
   ibv_context* ctx = Service::get().context();
   ibv_pd* pd = Service::get().default_pd();
-  s.rx_buf = dg_slots(kDgRxSlots);
-  s.tx_buf = dg_slots(kDgTxSlots);
-  if (!s.rx_buf || !s.tx_buf) return ENOMEM;
-  s.rx_mr = ibv_reg_mr(pd, s.rx_buf, size_t(kDgRxSlots) * kDgSlotSize, IBV_ACCESS_LOCAL_WRITE);
-  s.tx_mr = ibv_reg_mr(pd, s.tx_buf, size_t(kDgTxSlots) * kDgSlotSize, 0);
-  s.comp = ibv_create_comp_channel(ctx);
-  if (!s.rx_mr || !s.tx_mr || !s.comp) return errno ? errno : ENOMEM;
-  s.cq = ibv_create_cq(ctx, kDgRxSlots + kDgTxSlots, serial_ctx(s.serial), s.comp, 0);
-  if (!s.cq) return errno;
-  ibv_qp_init_attr qa{};
-  qa.send_cq = qa.recv_cq = s.cq;
-  qa.qp_type = IBV_QPT_UD;
-  qa.sq_sig_all = 1;
-  qa.cap.max_send_wr = kDgTxSlots;
-  qa.cap.max_recv_wr = kDgRxSlots;
-  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+  if (int err = setup_rings(s, ctx, kDgRxSlots, kDgTxSlots, kDgSlotSize, kDgRxSlots + kDgTxSlots))
+    return err;
+  ibv_qp_init_attr qa = ring_qp_attr(s, IBV_QPT_UD, kDgTxSlots, kDgRxSlots);
   s.ud_qp = ibv_create_qp(pd, &qa);
   if (!s.ud_qp) return errno;
   if (int err = ud_qp_ready(s.ud_qp)) return err;
