@@ -28,16 +28,17 @@ result() {  # step status seconds
 step_asan() {
   header "ASan+UBSan: configure, build, ctest --preset asan -LE 'interop|faults'"
   local t=$(date +%s)
-  # abi.symbols_load and abi.devinfo run Debian's uninstrumented ibv_devices / ibv_devinfo
+  # abi.symbols_load, abi.devinfo and vrnic.sysfs_view run Debian's uninstrumented
+  # ibv_devices / ibv_devinfo
   # on the instrumented libibverbs.so.1: the ASan runtime must then be preloaded (ASan
   # refuses to start otherwise); leaks of those foreign programs are not ours to judge.
-  local preload
+  local preload foreign='^(abi\.(symbols_load|devinfo)|vrnic\.sysfs_view)$'
   preload=$(${CXX:-c++} -print-file-name=libasan.so)
   if cmake --preset asan -G Ninja >/dev/null &&
      cmake --build --preset asan -j "$JOBS" &&
-     ctest --preset asan -j "$JOBS" -LE 'interop|faults' -E '^abi\.(symbols_load|devinfo)$' &&
+     ctest --preset asan -j "$JOBS" -LE 'interop|faults' -E "$foreign" &&
      LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 \
-       ctest --preset asan -LE 'interop|faults' -R '^abi\.(symbols_load|devinfo)$'; then
+       ctest --preset asan -LE 'interop|faults' -R "$foreign"; then
     result asan PASS $(( $(date +%s) - t ))
   else
     result asan FAIL $(( $(date +%s) - t ))

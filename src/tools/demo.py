@@ -62,13 +62,6 @@ def cases(more=False):
         c.append((" ".join([tool, *opts]), kind,
                   lambda p, t=tool, o=opts: [t, *o, "-p", str(p)],
                   lambda p, t=tool, o=opts: [t, *o, "-p", str(p), "127.0.0.1"]))
-    # Connected through the RDMA connection manager (vrnic's librdmacm.so.1), not perftest's
-    # own TCP exchange.
-    for tool in ["ib_write_bw", "ib_send_lat"]:
-        kind = "bw" if tool.endswith("_bw") else "lat"
-        c.append((tool + " -R", kind,
-                  lambda p, t=tool: [t, "-R", "-p", str(p)],
-                  lambda p, t=tool: [t, "-R", "-p", str(p), "127.0.0.1"]))
     # The same programs in same-host direct mode (`vrnic run --direct` on both sides: RDMA
     # WRITE / READ copied between the two processes instead of sent as packets).
     for tool in ["ib_write_bw", "ib_read_bw", "ib_write_lat"]:
@@ -116,10 +109,7 @@ def run_case(vrnic, name, kind, server, client, timeout, logdir, verbose):
 
     t0 = time.time()
     problems = []
-    if server and "-R" in server(port):
-        start("server", server(port))
-        time.sleep(1.5)  # it listens through the RDMA CM: no TCP port to watch
-    elif server:
+    if server:
         start("server", server(port))
         deadline = time.time() + 10
         while not listening(port) and time.time() < deadline and procs[0][1].poll() is None:
