@@ -70,7 +70,6 @@ RDMACM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event**
     EventBox* b = ch->queue.front();
     ch->queue.pop_front();
     --ch->readers;
-    b->ev.id->event = &b->ev;
     *event = &b->ev;
     return 0;
   }
@@ -98,6 +97,9 @@ int wait_sync(Id* id, rdma_cm_event_type want) {
   if (id->id.event) rdma_ack_cm_event(id->id.event);
   rdma_cm_event* ev = nullptr;
   if (rdma_get_cm_event(&id->channel->ch, &ev) != 0) return -1;
+  // Only a synchronous id keeps its last event: an asynchronous program's fetched events are
+  // its own to acknowledge (rdma_destroy_id must not acknowledge one a thread still reads).
+  ev->id->event = ev;
   if (ev->event == want && ev->status == 0) return 0;
   const int status = ev->status;
   const rdma_cm_event_type got = ev->event;

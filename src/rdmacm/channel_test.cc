@@ -49,6 +49,36 @@ TEST(RdmacmChannel, get_cm_event__event_of_a_destroyed_id__not_returned) {
   rdma_destroy_event_channel(ch);
 }
 
+// An asynchronous program's fetched event is its own: rdma_destroy_id on another thread waits
+// for the acknowledgement (rping's main thread destroying the id while its CM thread handles
+// DISCONNECTED) and does not acknowledge (free) the event itself.
+TEST(RdmacmChannel, destroy_id__event_fetched_by_another_thread__waits_for_its_ack) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 1000), 0);
+  rdma_cm_event* ev = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(ch, &ev), 0);
+  EXPECT_EQ(ev->id, id);
+  EXPECT_EQ(id->event, nullptr);  // kept only by synchronous ids
+  std::atomic<bool> destroyed{false};
+  std::thread destroyer([id, &destroyed] {
+    EXPECT_EQ(rdma_destroy_id(id), 0);
+    destroyed = true;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(destroyed.load());
+  EXPECT_EQ(ev->id, id);  // the event is still whole
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  destroyer.join();
+  EXPECT_TRUE(destroyed.load());
+  rdma_destroy_event_channel(ch);
+}
+
 // As with the kernel's rdma_cm file, a thread blocked reading the channel stays blocked when
 // another thread destroys it (rping's CM thread as the program exits): no EBADF, no event,
 // and the fd number is not handed to the next file opened meanwhile.
