@@ -16,11 +16,15 @@ class IcrcPeers {
   // zero-ID sender (vrnic, Linux unconnected UDP with DF). A NIC that numbers its packets
   // sends ID 0 once in 65536 packets, so it never gets there.
   static constexpr uint32_t kZeroIdAfter = 16;
+  // The IDs a zero-ID sender gives the segments of one offload group: 0 .. kGroupIds-1
+  // (transport::UdpPort sends at most 64 segments per group).
+  static constexpr uint16_t kGroupIds = 64;
 
   wire::IcrcVerdict verify(const WirePacket& pkt);
   bool is_zero_id_sender(const wire::IpUdpInfo& ip) const;
 
  private:
+  wire::IcrcVerdict verify_zero_id(const WirePacket& pkt);
   struct Sender {
     uint32_t direct_run = 0;
     bool zero_id = false;

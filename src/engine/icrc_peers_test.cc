@@ -61,6 +61,23 @@ TEST(IcrcPeers, verify__zero_id_sender_gets_the_full_check) {
   EXPECT_EQ(peers.verify(packet_from(3, 0x1234, 99).pkt()), wire::IcrcVerdict::kOkRecoveredIpId);
 }
 
+// Segments of one offload group segmented on the way (software GSO before a veth or a NIC
+// without UDP segmentation offload) arrive as lone datagrams numbered 0, 1, 2, ...: a
+// zero-ID sender's IDs below kGroupIds are accepted, with the full check on each candidate;
+// a corrupted segment is still refused.
+TEST(IcrcPeers, verify__zero_id_sender_segments_arriving_alone__accepted) {
+  IcrcPeers peers;
+  for (uint32_t i = 0; i < IcrcPeers::kZeroIdAfter; ++i) peers.verify(packet_from(6, 0, i).pkt());
+  ASSERT_TRUE(peers.is_zero_id_sender(packet_from(6, 0, 0).ip));
+  for (uint16_t id : {uint16_t{1}, uint16_t{2}, uint16_t{63}})
+    EXPECT_EQ(peers.verify(packet_from(6, id, 40 + id).pkt()), wire::IcrcVerdict::kOkRecoveredIpId)
+        << id;
+  EXPECT_EQ(peers.verify(packet_from(6, 64, 7).pkt()), wire::IcrcVerdict::kBad);
+  Sent bad = packet_from(6, 5, 8);
+  bad.bytes[20] ^= 4;
+  EXPECT_EQ(peers.verify(bad.pkt()), wire::IcrcVerdict::kBad);
+}
+
 TEST(IcrcPeers, verify__numbering_nic_never_becomes_zero_id) {
   IcrcPeers peers;
   // A NIC that counts its IDs: one of them is 0, the run of direct matches restarts.

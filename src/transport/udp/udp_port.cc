@@ -316,8 +316,7 @@ size_t UdpPort::gso_group_end(std::span<const engine::WirePacket> run, size_t k)
   if (!gso_ || seg == 0) return end;
   // IPv4 segments of a group get IP IDs 0, 1, 2, ... from the kernel (an unconnected DF
   // socket starts at 0): send_run gives segment i the ICRC for ID i, so every datagram on
-  // the wire carries a correct ICRC. Used on loopback only, where no NIC re-segments.
-  if (!first.ip.ipv6 && first.ip.dst[0] != 127) return end;
+  // the wire carries a correct ICRC.
   while (end < run.size() && end - k < kMaxGsoSegments) {
     const engine::WirePacket& p = run[end];
     if (p.data.size() > seg || p.tos != first.tos || p.ip.dst != first.ip.dst ||
