@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -62,6 +63,26 @@ def vrnic_qps_bw(bindir, qps, size=65536, seconds=4):
     return {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB} if rows else None
 
 
+def veth_bw(bindir, mtu, seconds=4):
+    """ib_write_bw 64 KiB and qperf tcp_bw 64 KiB between two network namespaces joined by a
+    veth pair at this MTU (two hosts on one link); None each without root."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../tests/veth"))
+    import veth_wire
+    try:
+        with veth_wire.VethPair(mtu) as v:
+            vr = os.path.join(bindir, "vrnic")
+            args = ["ib_write_bw", "-s", "65536", "-D", str(seconds)]
+            out, _ = pair([*v.exec(1), vr, "run", "--ip", v.addr[1], "--", *args],
+                          [*v.exec(0), vr, "run", "--ip", v.addr[0], "--", *args, v.addr[1]],
+                          settle=1.0)
+            rows = BW_ROW.findall(out or "")
+            vrnic = {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB} if rows else None
+            return vrnic, qperf("tcp_bw", 65536, seconds, v.exec(1), v.exec(0), v.addr[1])
+    except veth_wire.Skipped as e:
+        print(f"  veth MTU {mtu}: skipped ({e})")
+        return None, None
+
+
 def idle_cost(bindir, pairs=128, seconds=10):
     """CPU share and resident memory of a process idling with `pairs` connected QP pairs
     (2 x pairs QPs), read from /proc while it sleeps."""
@@ -86,11 +107,12 @@ def idle_cost(bindir, pairs=128, seconds=10):
         p.wait()
 
 
-def qperf(test, size, seconds):
-    srv = subprocess.Popen(["qperf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def qperf(test, size, seconds, server_ns=(), client_ns=(), host="127.0.0.1"):
+    srv = subprocess.Popen([*server_ns, "qperf"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
     time.sleep(0.3)
     try:
-        out = subprocess.run(["qperf", "127.0.0.1", "-t", str(seconds), "-m", str(size), test],
+        out = subprocess.run([*client_ns, "qperf", host, "-t", str(seconds), "-m", str(size), test],
                              capture_output=True, text=True, timeout=60).stdout
     finally:
         srv.kill()
@@ -171,6 +193,10 @@ def main():
         add("lat", "ucx tcp tag_lat", max(size, 8), ucx("tag_lat", max(size, 8), 20000), "lat_us")
         add("lat", "ucx tcp am_lat", max(size, 8), ucx("am_lat", max(size, 8), 20000), "lat_us")
     add("lat", "vrnic ib_atomic_lat", 8, vrnic_perftest(bindir, "ib_atomic_lat", 8, 5000), "lat_us")
+    for mtu in (1500, 9000):
+        vb, tb = veth_bw(bindir, mtu)
+        add("veth", f"vrnic ib_write_bw veth MTU {mtu}", 65536, vb, "bw_Bps")
+        add("veth", f"qperf tcp_bw veth MTU {mtu}", 65536, tb, "bw_Bps")
     q1 = add("scale", "vrnic ib_write_bw -q 1", 65536, vrnic_qps_bw(bindir, 1), "bw_Bps")
     q256 = add("scale", "vrnic ib_write_bw -q 256", 65536, vrnic_qps_bw(bindir, 256), "bw_Bps")
     idle = idle_cost(bindir)
@@ -203,6 +229,10 @@ def main():
              get("ucx tcp tag_bw", 64, "msg_rate"), ">=", 3.0)]:
         for mode, vr in [("wire", "vrnic "), ("direct", "vrnic direct ")]:
             targets.append((f, mode, get(vr + tool, size, metric), peer, op, goal))
+    targets += [(f"ib_write_bw 64KiB / qperf tcp_bw 64KiB, veth MTU {mtu}", "wire",
+                 get(f"vrnic ib_write_bw veth MTU {mtu}", 65536, "bw_Bps"),
+                 get(f"qperf tcp_bw veth MTU {mtu}", 65536, "bw_Bps"), ">=", 1.0)
+                for mtu in (1500, 9000)]
     targets += [(f, "wire", v, p, op, goal) for f, v, p, op, goal in [
         ("ib_write_bw 64KiB -q 256 / -q 1", get("vrnic ib_write_bw -q 256", 65536, "bw_Bps"),
          get("vrnic ib_write_bw -q 1", 65536, "bw_Bps"), ">=", 0.8),

@@ -33,6 +33,9 @@ struct DeviceConfig {
   DeviceLimits limits;
   Counters* counters = nullptr;  // where to count; null = the device's own
   DirectLink* direct = nullptr;   // same-host direct copy (ports.h); null = always the wire
+  // Bytes a requester QP keeps in flight (requester.h send_window): what a peer's receive
+  // buffer is expected to absorb in one burst.
+  uint32_t send_window_bytes = 256 * 1024;
 };
 
 struct MrInfo {

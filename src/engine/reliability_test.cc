@@ -114,21 +114,22 @@ TEST_F(Rel, implicit_nak__lost_read_response_is_requested_again_from_the_middle)
 // piece is asked for again with a request that stays inside that piece.
 TEST_F(Rel, implicit_nak__lost_responses_in_both_pieces_of_a_long_read) {
   connect();
-  Buffer& local = a.reg(100 * 1024);
-  Buffer& remote = b.reg(100 * 1024);
+  const uint32_t packets = kWindow1k + 36;  // two pieces: kWindow1k and 36 packets
+  Buffer& local = a.reg(packets * 1024);
+  Buffer& remote = b.reg(packets * 1024);
   fill_random(remote.data(), remote.bytes.size(), 13);
   std::set<uint32_t> dropped;
   f.wire().set_drop_filter([&](const WirePacket& p) {
     wire::Packet h = parse(p);
     uint32_t psn = h.bth.psn;
     if (wire::opcode_info(h.bth.opcode).kind == wire::OpKind::kReadResponse &&
-        (psn == 100 + 31 || psn == 100 + 80) && !dropped.count(psn)) {
+        (psn == 100 + 31 || psn == 100 + kWindow1k + 16) && !dropped.count(psn)) {
       dropped.insert(psn);
       return true;
     }
     return false;
   });
-  Sge sg{local.addr(), 100 * 1024, local.mr.lkey};
+  Sge sg{local.addr(), packets * 1024, local.mr.lkey};
   ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kRdmaRead, 1, &sg, remote.addr(), remote.mr.rkey)), 0);
   ASSERT_TRUE(f.run());
   EXPECT_EQ(dropped.size(), 2u);

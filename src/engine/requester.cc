@@ -1,8 +1,8 @@
 // Requester: posting send WRs and turning send WQEs into request packets.
 #include "engine/requester.h"
 
+#include <algorithm>
 #include <cerrno>
-
 #include <cstring>
 
 #include "engine/completer.h"
@@ -359,9 +359,10 @@ bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
     // A resend inside a piece asks for the rest of that piece only: the responder's ACK
     // queue entry covers the piece, and a duplicate must be a subset of it.
     uint32_t n = w.npkts - r.cursor_pkt;
-    if (n > kReadChunkPackets) n = kReadChunkPackets;
+    const uint32_t window = send_window(c, qp);
+    if (n > window) n = window;
     if (w.read_req_end > r.cursor_pkt) n = w.read_req_end - r.cursor_pkt;
-    if (in_flight != 0 && in_flight + n > kSendWindow) return false;
+    if (in_flight != 0 && in_flight + n > window) return false;
     if (!budget_allows(c, qp, in_flight, n)) return false;
     send_read_request(c, qp, w, r.cursor_pkt, n);
     r.cursor_pkt += n;
@@ -369,7 +370,7 @@ bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
     send_atomic(c, qp, w);
     r.cursor_pkt = 1;
   } else {
-    const bool stop_after = in_flight + 1 >= kSendWindow ||
+    const bool stop_after = in_flight + 1 >= send_window(c, qp) ||
                             c.inflight - r.counted_inflight + in_flight + 2 > kDeviceWindow;
     if (!send_data_packet(c, qp, w, r.cursor_pkt, stop_after)) {
       completer_check_front(c, qp);
@@ -393,8 +394,13 @@ void notify_drained(Core& c, Qp& qp) {
 
 }  // namespace
 
+uint32_t send_window(const Core& c, const Qp& qp) {
+  const uint32_t w = c.config.send_window_bytes / qp.mtu();
+  return std::clamp(w, kMinSendWindow, kMaxSendWindow);
+}
+
 // Go-Back-N: from the cursor, each WQE is started (PSNs assigned) and its packets sent while
-// the window (kSendWindow), the device budget, fences and the rd/atomic limit allow.
+// the window (send_window), the device budget, fences and the rd/atomic limit allow.
 void requester_progress(Core& c, Qp& qp) {
   if (qp.type != QpType::kRc) return unreliable_progress(c, qp);  // ud.cc
   RequesterState& r = qp.req;
@@ -410,7 +416,7 @@ void requester_progress(Core& c, Qp& qp) {
     }
     if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
     const uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
-    if (in_flight >= kSendWindow || !budget_allows(c, qp, in_flight, 1)) break;
+    if (in_flight >= send_window(c, qp) || !budget_allows(c, qp, in_flight, 1)) break;
     if (!w.started && !start_wqe(c, qp, w)) break;
     if (!send_request(c, qp, w, in_flight)) break;
     if (r.cursor_pkt >= w.npkts) {

@@ -8,9 +8,12 @@
 
 namespace vrnic::engine {
 
-// Packets in flight per QP (PSNs from the oldest unacknowledged one). Bounded so that a
-// kernel UDP receive buffer on the peer does not overflow under a burst.
-inline constexpr uint32_t kSendWindow = 64;
+// Packets in flight per QP (PSNs from the oldest unacknowledged one): send_window() is
+// DeviceConfig::send_window_bytes of path-MTU packets, within these bounds. Bounded so that a
+// kernel UDP receive buffer on the peer does not overflow under a burst; large enough that a
+// 1 KiB-MTU link (Ethernet MTU 1500) is not stalled waiting for ACKs every 64 KiB.
+inline constexpr uint32_t kMinSendWindow = 64;
+inline constexpr uint32_t kMaxSendWindow = 1024;
 // AckReq is set on the last packet of every message and on every kAckReqInterval-th packet.
 inline constexpr uint32_t kAckReqInterval = 16;
 // Packets in flight on the whole device (RC requesters). With many QPs, 64 each would put
@@ -18,12 +21,14 @@ inline constexpr uint32_t kAckReqInterval = 16;
 // the excess is dropped and recovered only by the ACK timer. Each QP keeps at least one
 // packet in flight, so none starves; the rest share this budget.
 inline constexpr uint32_t kDeviceWindow = 1024;
-// A READ longer than this many response packets is requested in pieces of this size, one
-// piece outstanding at a time, so one READ never floods the requester's receive buffer.
-inline constexpr uint32_t kReadChunkPackets = kSendWindow;
 // Direct mode: the longest a held, unsignaled copy waits for the rest of its burst before a
 // poll_cq performs it anyway (the peer may be waiting for its data).
 inline constexpr uint64_t kDirectHoldMaxNs = 20000;
+
+// The QP's window in packets. A READ longer than this many response packets is also
+// requested in pieces of this size, one piece outstanding at a time, so one READ never
+// floods the requester's receive buffer.
+uint32_t send_window(const Core& c, const Qp& qp);
 
 // Checks one WR against the QP (IBA 11.4.1.1) and queues it. Returns 0 or an errno.
 // type1_bind: the WR comes from the Bind MW verb (Device::bind_mw), not from post_send.

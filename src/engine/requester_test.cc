@@ -32,8 +32,8 @@ struct Requester : ::testing::Test {
     qa = a.create_qp();
     qb = b.create_qp();
     Fabric::connect(a, qa, b, qb, o);
-    src = &a.reg(256 * 1024);
-    dst = &b.reg(256 * 1024);
+    src = &a.reg(1024 * 1024);
+    dst = &b.reg(1024 * 1024);
     fill_random(src->data(), src->bytes.size(), 3);
     fill_random(dst->data(), dst->bytes.size(), 4);
     f.wire().set_drop_filter([this](const WirePacket& p) {
@@ -103,27 +103,28 @@ TEST_F(Requester, requester_progress__zero_length_write_is_one_packet_one_psn) {
   EXPECT_EQ(a.poll().size(), 2u);
 }
 
-TEST_F(Requester, requester_progress__window_holds_at_ksendwindow_packets) {
+TEST_F(Requester, requester_progress__window_holds_at_send_window_packets) {
   connect();
-  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 1, 100 * 1024), 0);  // 100 packets
-  EXPECT_EQ(from_a.size(), size_t(kSendWindow));
+  const uint32_t n = kWindow1k + 36;
+  ASSERT_EQ(post(WrOpcode::kRdmaWrite, 1, n * 1024), 0);
+  EXPECT_EQ(from_a.size(), size_t(kWindow1k));
   EXPECT_TRUE(from_a.back().h.bth.ack_req);  // the window holds it: it asks for an ACK
   ASSERT_TRUE(f.run());
-  EXPECT_EQ(from_a.size(), 100u);
+  EXPECT_EQ(from_a.size(), n);
   EXPECT_EQ(a.ctr().retransmitted_packets, 0u);
-  EXPECT_EQ(std::memcmp(dst->data(), src->data(), 100 * 1024), 0);
+  EXPECT_EQ(std::memcmp(dst->data(), src->data(), n * 1024), 0);
 }
 
 TEST_F(Requester, requester_progress__long_read_requested_in_pieces) {
   connect();
-  const uint32_t len = 200 * 1024;  // 200 response packets
+  const uint32_t len = (3 * kWindow1k + 8) * 1024;  // three whole pieces and 8 packets
   ASSERT_EQ(post(WrOpcode::kRdmaRead, 1, len), 0);
   ASSERT_EQ(from_a.size(), 1u);
   EXPECT_EQ(from_a[0].h.bth.opcode, wire::kRcReadRequest);
-  EXPECT_EQ(from_a[0].h.reth.dma_len, kReadChunkPackets * 1024);
+  EXPECT_EQ(from_a[0].h.reth.dma_len, kWindow1k * 1024);
   ASSERT_TRUE(f.run());
-  ASSERT_EQ(from_a.size(), 4u);  // 64 + 64 + 64 + 8 packets
-  EXPECT_EQ(from_a[1].h.bth.psn, 100u + kReadChunkPackets);
+  ASSERT_EQ(from_a.size(), 4u);
+  EXPECT_EQ(from_a[1].h.bth.psn, 100u + kWindow1k);
   EXPECT_EQ(from_a[3].h.reth.dma_len, 8u * 1024);
   EXPECT_EQ(std::memcmp(src->data(), dst->data(), len), 0);
 }

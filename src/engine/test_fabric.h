@@ -3,11 +3,13 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "engine/device.h"
+#include "engine/requester.h"
 #include "engine/test_host_memory.h"
 #include "transport/loop/loop_wire.h"
 
@@ -167,6 +169,11 @@ class Fabric {
 };
 
 // Deterministic pseudo-random bytes (splitmix64, 8 bytes per step: fast for MiB buffers).
+// A requester QP's window (requester.h send_window) at the fabric's 1024 B path MTU with
+// the default DeviceConfig: also the size of the pieces a long READ is requested in.
+inline constexpr uint32_t kWindow1k =
+    std::clamp(DeviceConfig{}.send_window_bytes / 1024u, kMinSendWindow, kMaxSendWindow);
+
 inline void fill_random(uint8_t* p, size_t n, uint32_t seed) {
   uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
   for (size_t i = 0; i < n; i += 8) {

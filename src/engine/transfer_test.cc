@@ -387,7 +387,7 @@ TEST_F(Pair, post_send__window_bounds_packets_in_flight) {
   wr.remote_addr = dst.addr();
   wr.rkey = dst.mr.rkey;
   ASSERT_EQ(post_send(a, qa, wr), 0);
-  EXPECT_EQ(f.wire().in_flight(), 64u);  // 1024 packets to send, 64 allowed before an ACK
+  EXPECT_EQ(f.wire().in_flight(), kWindow1k);  // 1024 packets to send, a window before an ACK
   EXPECT_TRUE(a.dev->has_pending_tx());
   ASSERT_TRUE(f.run());
   EXPECT_FALSE(a.dev->has_pending_tx());

@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -360,6 +361,13 @@ int LiveNic::Impl::start() {
   config.gid = gid;
   if (int mtu = interface_mtu(port->address()); mtu > 0)
     config.limits.active_mtu = ib_mtu_for(mtu, ipv6, config.limits.max_mtu);
+  // The requester's window: a quarter of the receive buffer the kernel granted this socket
+  // (its figure counts bookkeeping too), the peer having been granted the same; 1 MiB at
+  // most. VRNIC_SEND_WINDOW_KB sets it.
+  config.send_window_bytes =
+      static_cast<uint32_t>(std::clamp(port->granted_rcvbuf() / 4, 0, 1 << 20));
+  if (const char* w = std::getenv("VRNIC_SEND_WINDOW_KB"); w && *w)
+    config.send_window_bytes = static_cast<uint32_t>(std::strtoul(w, nullptr, 10) * 1024);
   const char* prog = program_invocation_short_name;
   if (int e = counters_file.create(name, ip_string, prog ? prog : "?"); e != 0)
     transport::debug_log("no counters file (%s): counting privately", std::strerror(e));
