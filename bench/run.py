@@ -2,7 +2,9 @@
 """One-run comparison of vrnic against kernel TCP (qperf) and UCX over TCP (ucx_perftest),
 all on this machine, same sizes, same run. Prints a table with ratios, writes JSON and a PNG.
 vrnic runs twice: on the wire (series "vrnic") and in same-host direct mode, both processes
-under `vrnic run --direct` (series "vrnic direct").
+under `vrnic run --direct` (series "vrnic direct"). Between hosts: ib_write_bw and qperf
+tcp_bw across a veth pair joined two network namespaces, at MTU 1500 and 9000 (needs root;
+skipped otherwise).
 
   bench/run.py [--bin build/release/bin] [--out bench/out] [--quick] [--sweep]
 
