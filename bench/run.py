@@ -53,7 +53,7 @@ def vrnic_perftest(bindir, tool, size, iters, direct=False):
         rows = BW_ROW.findall(out)
         return {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB, "msg_rate": float(rows[-1][4]) * 1e6} if rows else None
     rows = LAT_ROW.findall(out)
-    return {"lat_us": float(rows[-1][4])} if rows else None  # t_typical (median), one-way
+    return {"lat_us": float(rows[-1][5])} if rows else None  # t_avg, one-way (peers: averages)
 
 
 def vrnic_qps_bw(bindir, qps, size=65536, seconds=4):
@@ -129,6 +129,25 @@ def qperf(test, size, seconds, server_ns=(), client_ns=(), host="127.0.0.1"):
     return None
 
 
+def sockperf_pp(size, seconds=3):
+    """sockperf UDP ping-pong on loopback: the floor of one small packet each way (average
+    one-way latency, us)."""
+    srv = subprocess.Popen(["sockperf", "sr", "-i", "127.0.0.1", "-p", "11111"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    try:
+        out = subprocess.run(["sockperf", "pp", "-i", "127.0.0.1", "-p", "11111", "-t",
+                              str(seconds), "-m", str(max(size, 14))],
+                             capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    finally:
+        srv.kill()
+        srv.wait()
+    m = re.search(r"avg-latency=([\d.]+)", out)
+    return {"lat_us": float(m.group(1))} if m else None
+
+
 def ucx(test, size, iters):
     env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
     # am_lat is a UCT-level test: it names its transport and device itself.
@@ -194,6 +213,7 @@ def main():
         add("lat", "qperf tcp_lat", size, qperf("tcp_lat", size, 3), "lat_us")
         add("lat", "ucx tcp tag_lat", max(size, 8), ucx("tag_lat", max(size, 8), 20000), "lat_us")
         add("lat", "ucx tcp am_lat", max(size, 8), ucx("am_lat", max(size, 8), 20000), "lat_us")
+        add("lat", "sockperf udp pp", max(size, 14), sockperf_pp(size), "lat_us")
     add("lat", "vrnic ib_atomic_lat", 8, vrnic_perftest(bindir, "ib_atomic_lat", 8, 5000), "lat_us")
     for mtu in (1500, 9000):
         vb, tb = veth_bw(bindir, mtu)
@@ -227,6 +247,10 @@ def main():
              get("ucx tcp tag_lat", 8, "lat_us"), "<=", 1.0),
             ("ib_write_lat 2B / qperf tcp_lat 2B", "ib_write_lat", 2, "lat_us",
              get("qperf tcp_lat", 2, "lat_us"), "<=", 1.0),
+            ("ib_send_lat 2B / ucx tcp am_lat 8B", "ib_send_lat", 2, "lat_us",
+             get("ucx tcp am_lat", 8, "lat_us"), "<=", 1.0),
+            ("ib_send_lat 2B / sockperf udp ping-pong 14B", "ib_send_lat", 2, "lat_us",
+             get("sockperf udp pp", 14, "lat_us"), "<=", 1.0),
             ("ib_write_bw 64B rate / ucx tcp tag_bw 64B rate", "ib_write_bw", 64, "msg_rate",
              get("ucx tcp tag_bw", 64, "msg_rate"), ">=", 3.0)]:
         for mode, vr in [("wire", "vrnic "), ("direct", "vrnic direct ")]:

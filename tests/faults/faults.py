@@ -22,6 +22,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
 import interop  # noqa: E402  (its output checks and the integrity case spec)
 from cm_faults import case_cm_peer_death, case_cm_rping  # noqa: E402
+from last_byte_case import case_last_byte  # noqa: E402
 from faults_common import counters, read_log  # noqa: E402
 
 SKIP = 77
@@ -80,6 +81,8 @@ def cases():
     c["peer_kill_write_bw"] = {"special": "peer_kill"}
     c["cm_rping_loss20"] = {"special": "cm_rping", "faults": "loss=0.2,dup=0.05", "rounds": 20}
     c["cm_peer_death"] = {"special": "cm_peer_death"}
+    c["last_byte_corrupt"] = {"special": "last_byte", "rounds": 300,
+                              "faults": "corrupt=0.02,loss=0.01,dup=0.01"}
     c["inject_throughput"] = {"special": "throughput", "where": "inject"}
     c["netem_throughput"] = {"special": "throughput", "where": "netem"}
     return c
@@ -544,7 +547,8 @@ def main():
             kind = spec.get("special", "pair")
             fn = {"pair": case_pair, "throughput": case_throughput, "peer_loss": case_peer_loss,
                   "cm_peer_death": case_cm_peer_death,
-                  "peer_kill": case_peer_kill, "cm_rping": case_cm_rping}[kind]
+                  "peer_kill": case_peer_kill, "cm_rping": case_cm_rping,
+                  "last_byte": case_last_byte}[kind]
             try:
                 problems = fn(r, name, spec, port, a.timeout)
             except Skipped as e:
