@@ -24,8 +24,8 @@ struct RecvScratch {
 // Rings the doorbell. LiveNic::locked wakes the progress thread itself when the post armed
 // an earlier timer, and the thread revisits work the engine holds back (window, pacing).
 template <typename Post>
-int ring(vrnic::live::LiveNic* nic, Post&& post) {
-  return nic->locked([&](Device& d) { return post(d); });
+int ring(vrnic::live::LiveNic* nic, Post&& post, bool post_send = false) {
+  return nic->locked([&](Device& d) { return post(d); }, post_send);
 }
 
 }  // namespace
@@ -56,7 +56,8 @@ int vrnic::abi::op_post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr)
   size_t bad = 0;
   Qp* qp = to_qp(ibv);
   int err = ring(to_context(ibv->context)->nic,
-                 [&](Device& d) { return d.post_send(qp->qp, s.wrs.data(), s.wrs.size(), &bad); });
+                 [&](Device& d) { return d.post_send(qp->qp, s.wrs.data(), s.wrs.size(), &bad); },
+                 true);
   if (err) {
     *bad_wr = s.src[bad < s.src.size() ? bad : 0];
     return err;

@@ -114,6 +114,7 @@ struct LiveNic::Impl {
   std::atomic<uint64_t> last_poll_ns{0};  // last empty LiveNic::poll_cq; 0 after completions
   uint64_t prev_call_end_ns = 0;  // when the program's last post or poll ended (mu_)
   bool in_burst = false;      // the last call was held; until the next poll (mu_)
+  bool prev_was_send = false;  // the program's last call was a post_send (mu_)
   uint64_t packets_at_poll = ~0ull;  // rx + tx packets at the last poll with completions; mu_
   std::atomic<bool> wire_quiet{false};  // that poll found no packet moved since the one before
   std::atomic<bool> deferring{false};     // the progress thread is in its deferral sleep
@@ -160,12 +161,11 @@ void LiveNic::kick() {
   (void)ignored;
 }
 
-void LiveNic::before_call_locked() {
-  // Cork only for a program busy-polling its CQ: its next poll_cq (within defer_ns) flushes.
+void LiveNic::before_call_locked(bool post_send) {
+  // Cork for a program busy-polling its CQ: its next poll_cq (within defer_ns) flushes.
   uint64_t now = monotonic_ns();
-  const bool cork = impl_->defer_ns != 0 &&
-                    now - impl_->last_poll_ns.load(std::memory_order_relaxed) < impl_->defer_ns;
-  impl_->port->set_cork(cork);
+  const bool busy_polling = impl_->defer_ns != 0 &&
+      now - impl_->last_poll_ns.load(std::memory_order_relaxed) < impl_->defer_ns;
   // Direct copies: a call that comes within kBurstGapNs of the END of the program's previous
   // call (a post or a poll) starts a burst, which lasts until the program's next poll: the
   // burst's copies are held and that poll performs them in one system call (a full batch
@@ -177,6 +177,13 @@ void LiveNic::before_call_locked() {
                     (impl_->in_burst || now - impl_->prev_call_end_ns < kBurstGapNs);
   impl_->in_burst = hold;
   device_->set_direct_hold(hold);
+  // Packets likewise, for a post_send that closely follows another post_send: a run of
+  // them (ib_write_bw between polls that return completions) leaves in one sendmmsg at the
+  // next poll_cq instead of one system call per post, while the one post a latency test
+  // makes after its poll leaves at once.
+  const bool send_run = hold && post_send && impl_->prev_was_send;
+  impl_->prev_was_send = post_send;
+  impl_->port->set_cork(busy_polling || send_run);
 }
 
 void LiveNic::after_call_locked() {
@@ -226,6 +233,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   last_app_ns_.store(t, std::memory_order_relaxed);  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
   impl_->in_burst = false;
+  impl_->prev_was_send = false;
   impl_->port->flush();  // the posts before this poll leave now, in one batch
   int got = device_->poll_cq(cq, out, n);
   if (got == 0) {

@@ -65,11 +65,12 @@ class LiveNic {
   // program polls the CQ, the packets of a doorbell are held back (corked) until its next
   // poll_cq, so a burst of posts leaves in one batch; the progress thread sends them if
   // that poll does not come.
+  // post_send: the call posts send WRs (a run of them may leave as one batch).
   template <typename F>
-  auto locked(F&& f) {
+  auto locked(F&& f, bool post_send = false) {
     note_app_call();
     std::lock_guard<DeviceMutex> g(mu_);
-    before_call_locked();
+    before_call_locked(post_send);
     if constexpr (std::is_void_v<decltype(f(*device_))>) {
       f(*device_);
       after_call_locked();
@@ -104,7 +105,7 @@ class LiveNic {
  private:
   LiveNic();
   ~LiveNic();
-  void before_call_locked();  // mu_ held: corks the port for a doorbell batch
+  void before_call_locked(bool post_send);  // mu_ held: corks the port for a doorbell batch
   void after_call_locked();   // mu_ held: uncorks, wakes the thread if it must
   // An application thread is in the device: the progress thread keeps off for a while
   // (see progress_loop), since such a thread posts and then polls, moving packets itself.
