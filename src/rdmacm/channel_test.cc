@@ -17,6 +17,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A channel and an id on it resolving 127.0.0.1: its ADDR_RESOLVED (or ADDR_ERROR) follows.
+void resolve_loopback(rdma_event_channel*& ch, rdma_cm_id*& id) {
+  ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 1000), 0);
+}
+
 TEST(RdmacmChannel, get_cm_event__non_blocking_fd_with_nothing_queued__eagain) {
   rdma_event_channel* ch = rdma_create_event_channel();
   ASSERT_NE(ch, nullptr);
@@ -31,14 +42,9 @@ TEST(RdmacmChannel, get_cm_event__non_blocking_fd_with_nothing_queued__eagain) {
 }
 
 TEST(RdmacmChannel, get_cm_event__event_of_a_destroyed_id__not_returned) {
-  rdma_event_channel* ch = rdma_create_event_channel();
-  ASSERT_NE(ch, nullptr);
+  rdma_event_channel* ch = nullptr;
   rdma_cm_id* id = nullptr;
-  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 1000), 0);
+  ASSERT_NO_FATAL_FAILURE(resolve_loopback(ch, id));
   pollfd p{ch->fd, POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 2000), 1);  // ADDR_RESOLVED (or ADDR_ERROR) is queued
   ASSERT_EQ(rdma_destroy_id(id), 0);
@@ -53,14 +59,9 @@ TEST(RdmacmChannel, get_cm_event__event_of_a_destroyed_id__not_returned) {
 // for the acknowledgement (rping's main thread destroying the id while its CM thread handles
 // DISCONNECTED) and does not acknowledge (free) the event itself.
 TEST(RdmacmChannel, destroy_id__event_fetched_by_another_thread__waits_for_its_ack) {
-  rdma_event_channel* ch = rdma_create_event_channel();
-  ASSERT_NE(ch, nullptr);
+  rdma_event_channel* ch = nullptr;
   rdma_cm_id* id = nullptr;
-  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&dst), 1000), 0);
+  ASSERT_NO_FATAL_FAILURE(resolve_loopback(ch, id));
   rdma_cm_event* ev = nullptr;
   ASSERT_EQ(rdma_get_cm_event(ch, &ev), 0);
   EXPECT_EQ(ev->id, id);
