@@ -57,7 +57,8 @@ int resolve(const char* node, const char* service, const rdma_addrinfo* hints, r
 
 RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service,
                                    const rdma_addrinfo* hints, rdma_addrinfo** res) {
-  if (!res || (!node && !service && !(hints && hints->ai_src_addr))) return fail(EINVAL);
+  // As librdmacm: with neither node nor service, the hints' addresses are the answer.
+  if (!res || (!node && !service && !hints)) return fail(EINVAL);
   auto* r = static_cast<rdma_addrinfo*>(std::calloc(1, sizeof(rdma_addrinfo)));
   if (!r) return fail(ENOMEM);
   r->ai_flags = hints ? hints->ai_flags : 0;
@@ -71,9 +72,17 @@ RDMACM_EXPORT int rdma_getaddrinfo(const char* node, const char* service,
       return rc;
     }
   }
+  if (!node && !service && hints->ai_dst_addr && hints->ai_dst_len) {
+    r->ai_dst_addr = copy_addr(hints->ai_dst_addr, hints->ai_dst_len);
+    r->ai_dst_len = hints->ai_dst_len;
+  }
   if (hints && hints->ai_src_addr && !r->ai_src_addr) {
     r->ai_src_addr = copy_addr(hints->ai_src_addr, hints->ai_src_len);
     r->ai_src_len = hints->ai_src_len;
+  }
+  if (!node && !service) {  // the family of the hints, else of the address they carry
+    const sockaddr* a = r->ai_dst_addr ? r->ai_dst_addr : r->ai_src_addr;
+    r->ai_family = hints->ai_family ? hints->ai_family : a ? a->sa_family : AF_UNSPEC;
   }
   *res = r;
   return 0;

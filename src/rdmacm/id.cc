@@ -52,6 +52,15 @@ bool is_wildcard(const cm::Endpoint& e) {
   return true;
 }
 
+// 127.0.0.0/8 or ::1.
+bool is_loopback(const cm::Endpoint& e) {
+  if (!e.ipv6) return e.ip[0] == 127;
+  for (size_t i = 0; i < 15; ++i) {
+    if (e.ip[i]) return false;
+  }
+  return e.ip[15] == 1;
+}
+
 Channel* new_sync_channel() {
   rdma_event_channel* ch = rdma_create_event_channel();
   if (!ch) return nullptr;
@@ -75,13 +84,18 @@ void fill_ib_addr(Id* id) {
 
 namespace {
 
-// Binds under the service lock: the address must be the device's (or a wildcard).
+// Binds under the service lock: the address must be the device's, a wildcard or a loopback
+// address. As with the kernel's CM, binding to a loopback address succeeds (libfabric's verbs
+// provider binds "localhost" to find its devices); the device has no such address, so the id
+// stays without one (verbs NULL, like a wildcard bind) and its listener hears requests to that
+// loopback address only.
 int bind_locked(Service& s, Id* id, const sockaddr* addr) {
   cm::Endpoint e;
   if (!endpoint_of(addr, e)) return EAFNOSUPPORT;
   if (!is_wildcard(e)) {
-    if (e.ipv6 != s.address().ipv6 || !e.same_address(s.address())) return ENODEV;
-    id->id.verbs = s.context();
+    if (e.ipv6 != s.address().ipv6) return ENODEV;
+    if (e.same_address(s.address())) id->id.verbs = s.context();
+    else if (!is_loopback(e)) return ENODEV;
   }
   if (e.port == 0) e.port = s.ephemeral_port();
   sockaddr_of(e, id->id.route.addr.src_storage);

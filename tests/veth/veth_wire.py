@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """RoCEv2 between two hosts: two network namespaces joined by a veth pair at MTU 1500 or 9000.
 
-  veth_wire.py --bin BUILD/bin icrc_mtu1500|icrc_mtu9000|data_mtu1500|data_mtu9000
+  veth_wire.py --bin BUILD/bin icrc_mtu1500|icrc_mtu9000|data_mtu1500|data_mtu9000|
+                               fi_msg_mtu1500|fi_rdm_mtu1500|fi_dgram_mtu1500
 
 icrc_*: both veth ends segment in software (tx-udp-segmentation off), as a NIC without UDP
 segmentation offload does, and dumpcap records what crosses the link while ib_write_bw and
@@ -10,7 +11,11 @@ IP ID the kernel gave that segment), fit the link MTU, and some frames must be s
 the first of a group (IP ID > 0): vrnic handed the kernel whole groups.
 data_*: offload on (the veth passes the groups whole, the receiver reads them with UDP_GRO);
 vrnic_integrity checks every byte of its WRITEs, READs and SENDs.
-In both, neither side may count an ICRC error.
+fi_*: libfabric's fi_pingpong over its verbs provider (MSG through the RDMA CM, RDM through
+ofi_rxm on MSG, DGRAM on UD), every size from 64 B to 1 MiB answered (DGRAM: to the 1 KiB
+path MTU), 1000 round trips each (libfabric lists verbs
+endpoints only for devices whose address is on a non-loopback interface: hence the veth).
+In all, neither side may count an ICRC error.
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no `ip netns`, no ethtool/dumpcap).
 """
 import argparse
@@ -194,20 +199,42 @@ def case_data(veth, vrnic, tmp):
     return problems
 
 
+def case_fi(veth, vrnic, tmp, ep):
+    if subprocess.run(["which", "fi_pingpong"], capture_output=True).returncode:
+        raise Skipped("'fi_pingpong' (libfabric-bin) is not installed")
+    args = ["fi_pingpong", "-p", "verbs", "-e", ep, "-I", "1000"]
+    problems, texts = start_pair(veth, vrnic, args, [*args, veth.addr[1]], tmp, ep)
+    problems += check_counters(ep, texts)
+    rows = re.findall(r"^(\S+)\s+1k\s+=1k\s", texts[1], re.M)
+    print(f"----- {ep} client -----\n" + "\n".join(
+        l for l in texts[1].splitlines() if not re.match(r"^\w+ \d+$", l)))
+    # A datagram is at most one path MTU (1024 B here): DGRAM stops at 1 KiB.
+    want = ["64", "256", "1k"] + ([] if ep == "dgram" else ["4k", "64k", "1m"])
+    if rows != want:
+        problems.append(f"{ep}: client rows {rows}, want {want}, each with 1k acks")
+    if counters(texts[1]).get("tx_packets", 0) < 1000 * len(want):
+        problems.append(f"{ep}: the client's vrnic sent too few packets: not over vrnic")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("case", choices=["icrc_mtu1500", "icrc_mtu9000", "data_mtu1500",
-                                     "data_mtu9000"])
+                                     "data_mtu9000", "fi_msg_mtu1500", "fi_rdm_mtu1500",
+                                     "fi_dgram_mtu1500"])
     a = ap.parse_args()
     vrnic = os.path.join(os.path.abspath(a.bin), "vrnic")
-    kind, mtu = a.case.split("_mtu")
+    kind, mtu = a.case.rsplit("_mtu", 1)
     try:
         for tool in ("ip", "ethtool", "dumpcap", "ib_write_bw"):
             if subprocess.run(["which", tool], capture_output=True).returncode:
                 raise Skipped(f"'{tool}' is not installed")
         with VethPair(int(mtu)) as veth, tempfile.TemporaryDirectory() as tmp:
-            problems = (case_icrc if kind == "icrc" else case_data)(veth, vrnic, tmp)
+            if kind.startswith("fi_"):
+                problems = case_fi(veth, vrnic, tmp, kind[3:])
+            else:
+                problems = (case_icrc if kind == "icrc" else case_data)(veth, vrnic, tmp)
     except Skipped as e:
         print(f"SKIPPED: {e}")
         return 77
