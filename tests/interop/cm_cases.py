@@ -1,0 +1,147 @@
+"""The interop cases that connect through the RDMA CM (vrnic's librdmacm.so.1): rdmacm-utils,
+perftest with -R, fio's rdma engine and rsockets. Used by interop.py."""
+import os
+import subprocess
+
+
+def cm(server, client, server_expect=(), client_expect=(), **extra):
+    """A pair that connects through the RDMA CM (vrnic's librdmacm.so.1). The server has
+    127.0.0.1 (the first free address), the client 127.0.0.2; each side's output must match
+    every regex given for it."""
+    return dict({"server": server, "clients": [client], "kind": "cm", "noport": True,
+                 "expect": {"server": list(server_expect), "client0": list(client_expect)},
+                 "start_delay": 1.5}, **extra)
+
+
+def cm_cases(c, perftest):
+    """rdmacm-utils and perftest with -R: programs that connect through librdmacm."""
+    done = [r"test complete", r"return status 0"]
+    # rping -V verifies every ping; -v on the client prints each one (200 lines).
+    c["cm_rping"] = cm(["rping", "-s", "-a", "127.0.0.1", "-C", "200", "-V", "-S", "4096"],
+                       ["rping", "-c", "-a", "127.0.0.1", "-C", "200", "-V", "-S", "4096", "-v"],
+                       client_expect=[r"ping data: rdma-ping-0: ", r"ping data: rdma-ping-199: "])
+    c["cm_ucmatose"] = cm(["ucmatose", "-c", "4"], ["ucmatose", "-s", "127.0.0.1", "-c", "4"],
+                          done, ["data transfers complete", *done])
+    c["cm_udaddy"] = cm(["udaddy", "-c", "4"], ["udaddy", "-s", "127.0.0.1", "-c", "4"],
+                        ["data transfers complete", *done], ["data transfers complete", *done])
+    c["cm_rdma_server"] = cm(["rdma_server", "-s", "127.0.0.1"], ["rdma_client", "-s", "127.0.0.1"],
+                             [r"rdma_server: end 0"], [r"rdma_client: end 0"])
+    # One multicast group: the receiver must count ten datagrams of the sender's forty (a
+    # datagram sent before a slow receiver has joined is lost, as on any fabric).
+    c["cm_mckey"] = cm(["mckey", "-m", "239.1.1.1", "-b", "127.0.0.1", "-C", "10"],
+                       ["mckey", "-m", "239.1.1.1", "-b", "127.0.0.2", "-s", "-C", "40"],
+                       ["joined dgid: ::ffff:239.1.1.1", "receiving data transfers",
+                        "data transfers complete", *done],
+                       ["joined dgid: ::ffff:239.1.1.1", "initiating data transfers",
+                        "data transfers complete", *done], start_delay=3)
+    # cmtime's server (rdma-core v44) serves until it is stopped: the client's table counts.
+    c["cm_cmtime"] = cm(["cmtime", "-b", "127.0.0.1"], ["cmtime", "-s", "127.0.0.1", "-c", "20"],
+                        [], [r"connect\s*:\s*[\d.]+", r"disconnect\s*:\s*[\d.]+"],
+                        server_persists=True)
+    # Captures of both sides: the CM exchange decodes in tshark, and the REQ/REP carry the
+    # port, addresses, QPNs and PSNs the RC traffic then used.
+    c["cm_pcap_rping"] = cm(["rping", "-s", "-a", "127.0.0.1", "-C", "10"],
+                            ["rping", "-c", "-a", "127.0.0.1", "-C", "10", "-v"],
+                            [], [r"ping data: rdma-ping-9: "], pcap=True, cm_capture=True)
+    # fio's rdma engine: a passive job (rw=read) and an active one that moves 64 MiB with
+    # each verb; both report err=0 and the active one the whole 64 MiB.
+    for verb in ["write", "read", "send"]:
+        c["cm_fio_" + verb] = cm(
+            ["fio", "--name=passive", "--ioengine=rdma", "--port=7310", "--rw=read",
+             "--bs=64k", "--size=64m", "--iodepth=16"],
+            ["fio", "--name=active", "--ioengine=rdma", "--hostname=127.0.0.1", "--port=7310",
+             "--rw=write", "--bs=64k", "--size=64m", f"--verb={verb}", "--iodepth=1",
+             "--iodepth_batch_complete=1"],
+            [r"passive: \(groupid=0, jobs=1\): err= 0"],
+            [r"active: \(groupid=0, jobs=1\): err= 0", r"WRITE: bw=.*io=64\.0MiB"],
+            forbid=["fio: event is", "init failed", "got signal"])
+    for tool in ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw", "ib_write_lat",
+                 "ib_send_lat"]:
+        c["cm_" + tool] = dict(perftest(tool, ["-R", "-n", "1000"]), start_delay=1.5)
+    c["cm_ib_send_bw_ud"] = dict(perftest("ib_send_bw", ["-R", "-c", "UD", "-n", "1000"]),
+                                 start_delay=1.5)
+    rsocket_cases(c)
+
+
+RSPRELOAD = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so"
+MIB64 = 64 << 20
+
+
+def make_file(path, size):
+    with open(path, "wb") as f:
+        for _ in range(size // (1 << 20)):
+            f.write(os.urandom(1 << 20))
+
+
+def same_files(a, b):
+    """Problems if file b is not byte for byte file a."""
+    if not os.path.exists(b):
+        return [f"{os.path.basename(b)} was not written"]
+    if subprocess.run(["cmp", a, b]).returncode != 0:
+        return [f"{os.path.basename(b)} ({os.path.getsize(b)} bytes) differs from "
+                f"{os.path.basename(a)} ({os.path.getsize(a)} bytes)"]
+    print(f"cmp: {os.path.basename(b)} identical to {os.path.basename(a)}, "
+          f"{os.path.getsize(b)} bytes")
+    return []
+
+
+def rsocket_cases(c):
+    """rsockets (vrnic's librdmacm on both sides): rdmacm-utils' rsocket programs, and a TCP
+    program under Debian's librspreload.so, whose bytes must show in vrnic's counters (the
+    preload library falls back to kernel TCP silently when rsockets fail)."""
+    # All of rstream's default sizes, latency then bandwidth (a connection each), every byte
+    # checked (-T v; nonblocking calls) or waiting in rpoll (-T a).
+    rows = [rf"(?m)^{n}_{k}\s+{n}\s" for k in ("lat", "bw") for n in ("64", "4k", "64k", "1m")]
+    c["cm_rstream_verify"] = cm(["rstream", "-b", "127.0.0.1", "-T", "v"],
+                                ["rstream", "-s", "127.0.0.1", "-T", "v"], rows, rows,
+                                forbid=["verification failed"], timeout=400)
+    # rpoll-driven: 10,000 x 4 KiB each way (the default sizes take minutes on a busy host).
+    custom = [r"(?m)^custom\s+4k\s+10k\s"]
+    async_opts = ["-T", "a", "-S", "4096", "-C", "10000"]
+    c["cm_rstream_async"] = cm(["rstream", "-b", "127.0.0.1", *async_opts],
+                               ["rstream", "-s", "127.0.0.1", *async_opts], custom, custom)
+    c["cm_rcopy_64m"] = cm(["rcopy"], ["rcopy", "{tmp}/src.bin", "127.0.0.1:{tmp}/dst.bin"],
+                           [r"67108864 bytes\.\.\.closing\.\.\.done"],
+                           [r"67108864 bytes in [\d.]+ seconds"], server_persists=True,
+                           setup=lambda tmp: make_file(os.path.join(tmp, "src.bin"), MIB64),
+                           post=lambda tmp: same_files(os.path.join(tmp, "src.bin"),
+                                                       os.path.join(tmp, "dst.bin")))
+    # riowrite into the peer's riomap'ed buffer, every byte checked; the reader spins on the
+    # buffer's last byte.
+    rio = [r"(?m)^custom\s+64k\s+1k\s"]
+    rio_opts = ["-T", "v", "-S", "65536", "-C", "1000"]
+    c["cm_riostream"] = cm(["riostream", "-b", "127.0.0.1", *rio_opts],
+                           ["riostream", "-s", "127.0.0.1", *rio_opts], rio, rio,
+                           forbid=["verification failed"])
+    # udpong (datagram rsockets): 1,000 datagrams of 1000 B, each echoed whole (the client
+    # resends one not answered within 1 ms and prints its table only once all 1,000 came
+    # back at their size), and, waiting in rpoll, 10,000 of 2000 B one way (loss allowed:
+    # the count is the server's). The server serves until it is stopped; line-buffered so
+    # that its login line is in the log when it is killed.
+    login = [r"client login from 127\.0\.0\.2"]
+    c["cm_udpong"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1"],
+                        ["udpong", "-s", "127.0.0.1", "-S", "1000", "-C", "1000", "-T", "e"],
+                        login, [r"(?m)^custom\s+1000\s+2k\s+1\.9m\s"], server_persists=True)
+    c["cm_udpong_async"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1", "-T", "a"],
+                              ["udpong", "-s", "127.0.0.1", "-S", "2000", "-C", "10000", "-T", "a"],
+                              login, [r"(?m)^custom\s+1\.9k\s+\S+\s+\S+\s+[\d.]+s"],
+                              server_persists=True)
+    # iperf's 64 MiB (-n 64M) leave through vrnic: the client's device sent them all.
+    preload = ["env", "LD_PRELOAD=" + RSPRELOAD, "iperf"]
+    c["cm_rspreload_iperf"] = cm(
+        [*preload, "-s", "-p", "5201"], [*preload, "-c", "127.0.0.1", "-p", "5201", "-n", "64M"],
+        [r"64\.0 MBytes"], [r"connected with 127\.0\.0\.1 port 5201", r"64\.0 MBytes"],
+        server_persists=True, stats=True,
+        counters=[f"client tx_bytes > {MIB64}", f"client tx_send >= {MIB64 // 4096}",
+                  "client cm_tx_req >= 1"])
+    # iperf's UDP test (4 MiB of 1470-byte datagrams at 50 Mbit/s) on datagram rsockets: the
+    # server's report comes back to the client; the datagrams left through the client's
+    # device after one SIDR exchange. (The server then binds its port again for the next
+    # client, which two datagram rsockets cannot share: "listener bind failed", and it ends.)
+    c["cm_rspreload_iperf_udp"] = cm(
+        [*preload, "-s", "-u", "-p", "5202"],
+        [*preload, "-c", "127.0.0.1", "-u", "-p", "5202", "-n", "4M", "-b", "50M"],
+        [r"connected with 127\.0\.0\.2", r"4\.00 MBytes"],
+        [r"Sent 2856 datagrams", r"Server Report:", r"4\.00 MBytes"], stats=True,
+        counters=[f"client tx_bytes > {4 << 20}", "client tx_send >= 2856",
+                  "client cm_tx_sidr_req >= 1"])
