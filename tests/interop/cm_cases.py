@@ -26,6 +26,9 @@ def cm_cases(c, perftest):
                         ["data transfers complete", *done], ["data transfers complete", *done])
     c["cm_rdma_server"] = cm(["rdma_server", "-s", "127.0.0.1"], ["rdma_client", "-s", "127.0.0.1"],
                              [r"rdma_server: end 0"], [r"rdma_client: end 0"])
+    # Their default communication type, RC (`-c x`, XRC, is refused: vrnic has no XRC QPs).
+    c["cm_rdma_xserver"] = cm(["rdma_xserver"], ["rdma_xclient", "-s", "127.0.0.1"],
+                              [r"rdma_xserver: end 0"], [r"rdma_xclient: end 0"])
     # One multicast group: the receiver must count ten datagrams of the sender's forty (a
     # datagram sent before a slow receiver has joined is lost, as on any fabric).
     c["cm_mckey"] = cm(["mckey", "-m", "239.1.1.1", "-b", "127.0.0.1", "-C", "10"],
