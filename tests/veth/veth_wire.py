@@ -202,7 +202,8 @@ def case_data(veth, vrnic, tmp):
 def case_fi(veth, vrnic, tmp, ep):
     if subprocess.run(["which", "fi_pingpong"], capture_output=True).returncode:
         raise Skipped("'fi_pingpong' (libfabric-bin) is not installed")
-    args = ["fi_pingpong", "-p", "verbs", "-e", ep, "-I", "1000"]
+    provider = "verbs;ofi_rxm" if ep == "rdm" else "verbs"
+    args = ["fi_pingpong", "-p", provider, "-e", ep, "-I", "1000"]
     problems, texts = start_pair(veth, vrnic, args, [*args, veth.addr[1]], tmp, ep)
     problems += check_counters(ep, texts)
     rows = re.findall(r"^(\S+)\s+1k\s+=1k\s", texts[1], re.M)
