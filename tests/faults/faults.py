@@ -114,7 +114,7 @@ class Netem:
             raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
         return r
 
-    TOOLS = {"ip": "iproute2", "tc": "iproute2"}
+    TOOLS = {"ip": "iproute2", "tc": "iproute2", "ethtool": "ethtool"}
 
     def __enter__(self):
         if os.geteuid() != 0:
@@ -141,6 +141,10 @@ class Netem:
                     self._ip("ip", "-n", n, "addr", "add", a + "/24", "dev", self.dev[i])
                 self._ip("ip", "-n", n, "link", "set", self.dev[i], "up")
                 self._ip("ip", "-n", n, "link", "set", "lo", "up")
+                # Segmented before the link, as by a NIC without UDP segmentation offload:
+                # the impairments then act on each RoCE packet, not on a whole offload group.
+                self._ip("ip", "netns", "exec", n, "ethtool", "-K", self.dev[i],
+                         "tx-udp-segmentation", "off")
             self.impair()
         except (RuntimeError, Skipped):
             self.__exit__()
@@ -232,7 +236,7 @@ class Nft(Netem):
     def __init__(self, rates):
         super().__init__(None)
         self.rates = rates or {}
-        self.TOOLS = {"ip": "iproute2", "nft": "nftables"}
+        self.TOOLS = {"ip": "iproute2", "nft": "nftables", "ethtool": "ethtool"}
         if "reorder" in self.rates:
             self.TOOLS["tc"] = "iproute2"
 
