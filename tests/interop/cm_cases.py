@@ -125,6 +125,15 @@ def rsocket_cases(c):
     c["cm_udpong"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1"],
                         ["udpong", "-s", "127.0.0.1", "-S", "1000", "-C", "1000", "-T", "e"],
                         login, [r"(?m)^custom\s+1000\s+2k\s+1\.9m\s"], server_persists=True)
+    # The default suite: latency (echoed) and bandwidth runs at every size from 64 B to
+    # 1.5 KiB, each row printed once its run ended. A sweep (label `sweep`): 10 s on a quiet
+    # machine, but once one echo is late past udpong's 1 ms resend its extra copies keep
+    # circulating (see docs/abi.md), and runs of 25-100 s have been seen.
+    sizes = ["64", "128", "192", "256", "384", "512", "768", "1k", r"1\.5k"]
+    c["cm_udpong_all"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1"],
+                              ["udpong", "-s", "127.0.0.1"], login,
+                              [rf"(?m)^{z}_{kind}\s" for kind in ("lat", "bw") for z in sizes],
+                              server_persists=True)
     c["cm_udpong_async"] = cm(["stdbuf", "-oL", "udpong", "-b", "127.0.0.1", "-T", "a"],
                               ["udpong", "-s", "127.0.0.1", "-S", "2000", "-C", "10000", "-T", "a"],
                               login, [r"(?m)^custom\s+1\.9k\s+\S+\s+\S+\s+[\d.]+s"],
