@@ -125,6 +125,9 @@ int run_server(uint16_t port) {
     word = k;
     write_to(ep, wmr, &word, sizeof word, peer.addr, peer.rkey);
   }
+  // The last WRITE's ACK may still be on its way when the client sees the word: the client
+  // stays until told, or the WRITE would be resent to a process that has exited.
+  CHECK_OR_DIE(ch.send(go), "done");
   printf("server: %u rounds of %zu B, %" PRIu64 " rounds wrong, %" PRIu64 " bytes wrong\n",
          peer.iterations, size, bad_rounds, bad_bytes);
   printf("server last_byte: %s\n", bad_rounds == 0 ? "PASS" : "FAIL");
@@ -151,6 +154,8 @@ int run_client(const std::string& host, uint16_t port, uint32_t iterations, uint
       die("no answer from the server within 60 s");
     CHECK_OR_DIE(now == k, "the server answered another round");
   }
+  char done = 0;
+  CHECK_OR_DIE(ch.recv(done), "done");  // the server's last WRITE has completed
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   printf("client: %u WRITEs of %u B in %.2f s\n", iterations, size, s);
   return 0;
