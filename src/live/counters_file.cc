@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
@@ -71,6 +72,7 @@ int CountersFile::create(const std::string& device, const std::string& ip,
   h->names_offset = static_cast<uint32_t>(names_offset);
   h->names_bytes = static_cast<uint32_t>(names.size());
   h->pid = getpid();
+  h->proc_start_ticks = process_start_ticks(h->pid);
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   h->start_realtime_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
@@ -129,6 +131,7 @@ bool read_counters_file(const std::string& path, CountersSnapshot& out) {
     out.ip = field(h->ip, sizeof h->ip);
     out.program = field(h->program, sizeof h->program);
     out.start_realtime_ns = h->start_realtime_ns;
+    out.proc_start_ticks = h->proc_start_ticks;
     out.counters.clear();
     const auto* values = reinterpret_cast<const uint64_t*>(base + h->counters_offset);
     const char* name = base + h->names_offset;
@@ -155,11 +158,29 @@ std::vector<CountersSnapshot> read_all_counters(pid_t only_pid) {
     if (pid <= 0 || (only_pid && pid != only_pid)) continue;
     if (kill(pid, 0) != 0 && errno == ESRCH) continue;  // stale: the program died
     CountersSnapshot s;
-    if (read_counters_file(std::string(kCountersDir) + "/" + name, s) && s.pid == pid)
-      out.push_back(std::move(s));
+    if (!read_counters_file(std::string(kCountersDir) + "/" + name, s) || s.pid != pid) continue;
+    // The pid was reused: the file's writer died and another process now has its number.
+    if (s.proc_start_ticks && s.proc_start_ticks != process_start_ticks(pid)) continue;
+    out.push_back(std::move(s));
   }
   closedir(d);
   return out;
+}
+
+uint64_t process_start_ticks(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  // The name (field 2) may hold spaces and ')'; fields 3.. follow the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  for (int field = 2; field < 22 && p; ++field) p = std::strchr(p + 1, ' ');
+  return p ? std::strtoull(p + 1, nullptr, 10) : 0;
 }
 
 std::string format_nonzero(const engine::Counters& c) {

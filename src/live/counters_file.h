@@ -36,7 +36,8 @@ struct CountersFileHeader {
   char device[16];             // "vrnic0"
   char ip[48];                 // "127.0.0.2" or an IPv6 literal
   char program[64];            // the program's short name
-  char reserved[256 - 48 - 16 - 48 - 64];
+  uint64_t proc_start_ticks;   // the writer's start, /proc/<pid>/stat field 22 (0: unknown)
+  char reserved[256 - 48 - 16 - 48 - 64 - 8];
 };
 static_assert(sizeof(CountersFileHeader) == 256);
 
@@ -73,14 +74,18 @@ struct CountersSnapshot {
   pid_t pid = 0;
   std::string device, ip, program;
   uint64_t start_realtime_ns = 0;
+  uint64_t proc_start_ticks = 0;
   std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
 // Reads one counters file; false if it is not a valid one.
 bool read_counters_file(const std::string& path, CountersSnapshot& out);
-// Every counters file of a live process (stale files of dead pids are skipped), optionally
-// only those of one pid.
+// Every counters file of a live process, optionally only those of one pid. Stale files are
+// skipped: their pid is dead, or now names a process started later than the file's writer.
 std::vector<CountersSnapshot> read_all_counters(pid_t only_pid = 0);
+
+// A process's start in clock ticks since boot (/proc/<pid>/stat field 22); 0 if unreadable.
+uint64_t process_start_ticks(pid_t pid);
 
 // Nonzero counters as "name value" lines.
 std::string format_nonzero(const engine::Counters& c);

@@ -1,8 +1,11 @@
 // Tests of the shared counters file: what a writer maps, a reader in another process sees.
 #include "live/counters_file.h"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include <gtest/gtest.h>
 
@@ -72,6 +75,36 @@ TEST(ReadAllCounters, stale_file_of_a_dead_pid__is_skipped) {
   EXPECT_FALSE(saw_stale);
   EXPECT_EQ(read_all_counters(getpid()).size(), 1u);
   unlink(stale.c_str());
+}
+
+TEST(ReadAllCounters, pid_reused_by_a_later_process__file_is_skipped) {
+  CountersFile mine;
+  ASSERT_EQ(mine.create("vrnicreused", "127.0.0.12", "reused"), 0);
+  ASSERT_EQ(read_all_counters(getpid()).size(), 1u);
+  // Make the file look written by an earlier process that had this pid.
+  uint64_t earlier = process_start_ticks(getpid());
+  ASSERT_GT(earlier, 1u);
+  --earlier;
+  int fd = open(mine.path().c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, &earlier, sizeof earlier, offsetof(CountersFileHeader, proc_start_ticks)),
+            static_cast<ssize_t>(sizeof earlier));
+  close(fd);
+  EXPECT_TRUE(read_all_counters(getpid()).empty());
+}
+
+TEST(ProcessStartTicks, own_pid__matches_file_header_and_dead_pid__zero) {
+  CountersFile mine;
+  ASSERT_EQ(mine.create("vrnicticks", "127.0.0.13", "ticks"), 0);
+  CountersSnapshot s;
+  ASSERT_TRUE(read_counters_file(mine.path(), s));
+  EXPECT_EQ(s.proc_start_ticks, process_start_ticks(getpid()));
+  EXPECT_GT(s.proc_start_ticks, 0u);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  EXPECT_EQ(process_start_ticks(child), 0u);
 }
 
 TEST(FormatNonzero, format_nonzero__prints_only_nonzero_in_order) {
