@@ -6,7 +6,7 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 PKGS=(build-essential cmake ninja-build pkg-config zlib1g-dev libgtest-dev libgmock-dev
       libbenchmark-dev libcli11-dev nlohmann-json3-dev libisal-dev
       libibverbs-dev librdmacm-dev ibverbs-utils perftest qperf rdmacm-utils ucx-utils fio iperf
-      sockperf libfabric-bin
+      sockperf libfabric-bin openmpi-bin libopenmpi-dev
       tshark python3 python3-matplotlib iproute2 ethtool nftables clang libclang-rt-14-dev
       libfuzzer-14-dev)
 missing=()

@@ -59,8 +59,10 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
   a.max_qp_rd_atom = int(l.max_qp_rd_atom);
   a.max_res_rd_atom = int(l.max_res_rd_atom);
   a.max_qp_init_rd_atom = int(l.max_qp_init_rd_atom);
-  // Atomics run as CPU atomic instructions on the target word: atomic against every agent.
-  a.atomic_cap = IBV_ATOMIC_GLOB;
+  // Atomics run as CPU atomic instructions on the target word, so they are atomic against
+  // every agent; the device still reports HCA, as rxe and mlx5 do: UCX's verbs transports
+  // offer atomics only on IBV_ATOMIC_HCA (uct_ib_verbs_md_open), and HCA is the weaker promise.
+  a.atomic_cap = IBV_ATOMIC_HCA;
   a.max_ah = int(l.max_ah);
   a.max_mcast_grp = int(l.max_mcast_grp);  // UD multicast (src/abi/ah.cc)
   a.max_mcast_qp_attach = int(l.max_mcast_qp_attach);

@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cm_cases import cm_cases  # noqa: E402
+from middleware_cases import mpi_cases, ucx_cases  # noqa: E402
 
 BW_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
 LAT_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
@@ -74,33 +75,8 @@ def cases():
     direct_cases(c)
     cm_cases(c, perftest)
     ucx_cases(c)
+    mpi_cases(c)
     return c
-
-
-def ucx_cases(c):
-    """UCX's UCT transports on vrnic0 (Debian's ucx-utils): UCX finds the device only through
-    the sysfs view `vrnic run` mounts (/dev/infiniband/uverbs_vrnic0, docs/live.md)."""
-    def pair(tl, test, opts):
-        dev = ["-d", "vrnic0:1", "-x", tl]
-        return {"server": ["ucx_perftest", *dev],
-                "clients": [["ucx_perftest", "127.0.0.1", *dev, "-t", test, "-n", "1000", *opts]],
-                "kind": "cm", "expect": {"client0": [r"(?m)^Final:\s+1000\s+[\d.]+\s+[\d.]+"]},
-                "start_delay": 2, "timeout": 120}
-    c["ucx_rc_am_lat"] = pair("rc_verbs", "am_lat", [])
-    c["ucx_rc_put_bw"] = pair("rc_verbs", "put_bw", ["-s", "65536", "-D", "zcopy"])
-    c["ucx_ud_am_lat"] = pair("ud_verbs", "am_lat", [])
-
-    # UCP (what MPI uses) wired up over vrnic's verbs only: no TCP, no shared memory.
-    def ucp(test, opts):
-        tls = ["env", "UCX_TLS=rc_verbs,ud_verbs,self", "ucx_perftest", "-p", "13340"]
-        return {"server": tls,
-                "clients": [[*tls, "127.0.0.1", "-t", test, "-n", "1000", *opts]],
-                "kind": "cm", "noport": True,
-                "expect": {"client0": [r"(?m)^Final:\s+1000\s+[\d.]+\s+[\d.]+"]},
-                "start_delay": 2, "timeout": 120, "stats": True,
-                "counters": ["client tx_packets >= 1000", "client rx_packets >= 1000"]}
-    c["ucp_tag_lat"] = ucp("tag_lat", [])
-    c["ucp_tag_bw"] = ucp("tag_bw", ["-s", "65536"])
 
 
 def ext_cases(c):
@@ -370,6 +346,7 @@ def retry_unheard_client(procs, spec, vrnic, bindir, logs, env, flags):
 def run_case(name, spec, vrnic, bindir, timeout):
     env = dict(os.environ)
     env.pop("VRNIC_IP", None)  # every process takes its own loopback address
+    env.update(spec.get("env", {}))
     timeout = spec.get("timeout", timeout)
     problems, logs = [], []
     with tempfile.TemporaryDirectory(prefix="vrnic-interop-") as tmp:
@@ -382,6 +359,10 @@ def run_case(name, spec, vrnic, bindir, timeout):
         procs = []
         if "single" in spec:
             procs.append(("program", launch(vrnic, spec["single"], bindir, logfile("program"), env)))
+        elif "plain" in spec:  # a launcher that starts `vrnic run` itself (mpirun)
+            procs.append(("program", subprocess.Popen(
+                resolve(spec["plain"], bindir, tmp), stdout=logfile("program"),
+                stderr=subprocess.STDOUT, env=env, start_new_session=True)))
         else:
             cap = (lambda tag: os.path.join(tmp, tag + ".pcap")) if spec.get("pcap") else (lambda tag: None)
             if spec.get("setup"):
@@ -428,6 +409,8 @@ def run_case(name, spec, vrnic, bindir, timeout):
                 problems += [f"{tag}: {p}" for p in check_output(spec["kind"], out)]
             elif spec["kind"] == "integrity":
                 problems += [f"{tag}: {p}" for p in check_output("integrity", out)]
+            if spec.get("check"):
+                problems += [f"{tag}: {p}" for p in spec["check"](out)]
             # Messages a program prints but survives (e.g. "Couldn't prefetch MR").
             problems += [f"{tag}: printed {m!r}" for m in spec.get("forbid", ()) if m in out]
         if spec.get("pcap") and not problems:

@@ -1,0 +1,139 @@
+// An MPI job that checks what it moves: point-to-point, collectives and one-sided, and a
+// ping-pong that prints latency and bandwidth. Run as `mpirun -np N vrnic run -- mpi_check`.
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int g_rank = 0, g_size = 1, g_failures = 0;
+
+void fail(const char* what, long at, long got, long want) {
+  std::printf("rank %d: FAIL %s at %ld: got %ld, want %ld\n", g_rank, what, at, got, want);
+  ++g_failures;
+}
+
+// The byte a sender `from` puts at offset i of a message of `len` to `to`.
+uint8_t pattern(int from, int to, size_t len, size_t i) {
+  return static_cast<uint8_t>((from * 131 + to * 17 + len * 7 + i * 29 + (i >> 8)) & 0xff);
+}
+
+// Every rank sends to the next and receives from the previous, at sizes that go eagerly and
+// by rendezvous.
+void ring() {
+  const int next = (g_rank + 1) % g_size, prev = (g_rank + g_size - 1) % g_size;
+  for (size_t len : {size_t{1}, size_t{8}, size_t{4000}, size_t{65536}, size_t{1} << 20,
+                     size_t{4} << 20}) {
+    std::vector<uint8_t> out(len), in(len, 0);
+    for (size_t i = 0; i < len; ++i) out[i] = pattern(g_rank, next, len, i);
+    MPI_Sendrecv(out.data(), int(len), MPI_BYTE, next, 7, in.data(), int(len), MPI_BYTE, prev, 7,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    for (size_t i = 0; i < len; ++i)
+      if (in[i] != pattern(prev, g_rank, len, i)) {
+        fail("ring", long(i), in[i], pattern(prev, g_rank, len, i));
+        break;
+      }
+  }
+}
+
+void allreduce() {
+  const int n = 100000;
+  std::vector<int64_t> v(n), sum(n);
+  for (int i = 0; i < n; ++i) v[i] = int64_t{g_rank + 1} * i;
+  MPI_Allreduce(v.data(), sum.data(), n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  const int64_t ranks = int64_t{g_size} * (g_size + 1) / 2;  // 1 + 2 + ... + size
+  for (int i = 0; i < n; ++i)
+    if (sum[i] != ranks * i) return fail("allreduce", i, long(sum[i]), long(ranks * i));
+}
+
+void alltoall() {
+  const int per = 16384;
+  std::vector<int32_t> out(size_t(per) * g_size), in(out.size());
+  for (int to = 0; to < g_size; ++to)
+    for (int i = 0; i < per; ++i) out[size_t(to) * per + i] = g_rank * 1000003 + to * 1009 + i;
+  MPI_Alltoall(out.data(), per, MPI_INT32_T, in.data(), per, MPI_INT32_T, MPI_COMM_WORLD);
+  for (int from = 0; from < g_size; ++from)
+    for (int i = 0; i < per; ++i) {
+      int32_t want = from * 1000003 + g_rank * 1009 + i;
+      if (in[size_t(from) * per + i] != want)
+        return fail("alltoall", from * per + i, in[size_t(from) * per + i], want);
+    }
+}
+
+// MPI_Put into the next rank's window, MPI_Get from the previous one's, with fences and with
+// passive-target locks.
+void one_sided() {
+  const int n = 1 << 18;  // 1 MiB of int32
+  int32_t* base = nullptr;
+  MPI_Win win;
+  MPI_Win_allocate(MPI_Aint(n) * 4, 4, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+  const int next = (g_rank + 1) % g_size, prev = (g_rank + g_size - 1) % g_size;
+  std::vector<int32_t> mine(n), got(n, -1);
+  for (int i = 0; i < n; ++i) mine[i] = g_rank * 7919 + i;
+  MPI_Win_fence(0, win);
+  MPI_Put(mine.data(), n, MPI_INT32_T, next, 0, n, MPI_INT32_T, win);
+  MPI_Win_fence(0, win);
+  for (int i = 0; i < n; ++i)
+    if (base[i] != prev * 7919 + i) {
+      fail("put", i, base[i], prev * 7919 + i);
+      break;
+    }
+  MPI_Win_lock(MPI_LOCK_SHARED, prev, 0, win);
+  MPI_Get(got.data(), n, MPI_INT32_T, prev, 0, n, MPI_INT32_T, win);
+  MPI_Win_unlock(prev, win);
+  const int prev2 = (prev + g_size - 1) % g_size;  // what prev's window holds: its prev's data
+  for (int i = 0; i < n; ++i)
+    if (got[i] != prev2 * 7919 + i) {
+      fail("get", i, got[i], prev2 * 7919 + i);
+      break;
+    }
+  MPI_Win_fence(0, win);
+  MPI_Win_free(&win);
+}
+
+// Ranks 0 and 1 bounce messages; rank 0 prints the half round trip and the bandwidth.
+void pingpong(size_t len, int iters) {
+  std::vector<char> buf(len, 'x');
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < iters && g_rank < 2; ++i) {
+    if (g_rank == 0) {
+      MPI_Send(buf.data(), int(len), MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), int(len), MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf.data(), int(len), MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), int(len), MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+    }
+  }
+  double half = (MPI_Wtime() - t0) / iters / 2;
+  if (g_rank == 0)
+    std::printf("pingpong %zu B: %.2f us, %.1f MB/s\n", len, half * 1e6, len / half / 1e6);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  bool pp = argc > 1 && std::strcmp(argv[1], "--pingpong") == 0;
+  if (pp) {
+    pingpong(8, 10000);
+    pingpong(size_t{1} << 20, 200);
+  } else {
+    ring();
+    allreduce();
+    alltoall();
+    one_sided();
+  }
+  int total = 0;
+  MPI_Reduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (g_rank == 0) std::printf("mpi_check %s: %d ranks, %d failures\n",
+                               pp ? "pingpong" : "ring allreduce alltoall put get", g_size, total);
+  MPI_Finalize();
+  return total == 0 ? 0 : 1;
+}
