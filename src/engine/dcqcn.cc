@@ -1,0 +1,125 @@
+// DCQCN's reaction point: rate cuts on CNPs, alpha, fast recovery, additive and hyper
+// increase from the timer and byte counter, and the pacer.
+#include "engine/dcqcn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+namespace vrnic::engine {
+
+void Dcqcn::on_cnp(uint64_t now) {
+  advance(now);  // (which may release the limiter: then this CNP starts a new one)
+  if (!limited_) {
+    // The first CNP gives the QP a rate limiter, at rate_to_set_on_first_cnp or else at the
+    // rate it sends now; it cuts nothing (NVIDIA's behaviour).
+    limited_ = true;
+    if (p_.first_cnp_rate_bps > 0) rc_ = std::min(p_.first_cnp_rate_bps, p_.line_rate_bps);
+    rt_ = rc_;
+    alpha_ = p_.initial_alpha;
+    alpha_start_ = now;
+    cnp_in_period_ = false;
+    last_cut_ = now;
+    cut_pending_ = false;
+    next_send_ = now;
+    restart_increase(now);
+    return;
+  }
+  cnp_in_period_ = true;  // alpha rises at the end of this alpha period
+  if (now - last_cut_ >= p_.rate_reduce_period_ns) cut(now);
+  else cut_pending_ = true;  // at most one cut per rate-reduce period: this one at its end
+}
+
+void Dcqcn::cut(uint64_t now) {
+  rt_ = rc_;
+  const double fraction = std::min(alpha_ / 2, p_.min_dec_fraction);
+  rc_ = std::max(rc_ * (1 - fraction), p_.min_rate_bps);
+  last_cut_ = now;
+  cut_pending_ = false;
+  restart_increase(now);
+}
+
+void Dcqcn::restart_increase(uint64_t now) {
+  t_count_ = 0;
+  b_count_ = 0;
+  bytes_ = 0;
+  next_timer_ = now + p_.timer_ns;
+}
+
+// One timer or byte-counter event (its count already raised): fast recovery while neither
+// count exceeds F, hyper increase once both do, additive increase in between; then the
+// current rate moves halfway to the target. Back at line rate, the limiter is released.
+void Dcqcn::increase() {
+  const uint32_t f = p_.threshold;
+  if (std::max(t_count_, b_count_) <= f) {
+    // fast recovery: the target stays
+  } else if (std::min(t_count_, b_count_) > f) {
+    rt_ += p_.hai_rate_bps;
+  } else {
+    rt_ += p_.ai_rate_bps;
+  }
+  rt_ = std::min(rt_, p_.line_rate_bps);
+  rc_ = (rt_ + rc_) / 2;
+  if (rt_ >= p_.line_rate_bps && p_.line_rate_bps - rc_ < p_.ai_rate_bps) {
+    limited_ = false;
+    rc_ = rt_ = p_.line_rate_bps;
+  }
+}
+
+// Alpha at each alpha-period boundary up to `now`: (1 - g) alpha + g if a CNP came in the
+// period, (1 - g) alpha if none did.
+void Dcqcn::advance_alpha(uint64_t now) {
+  const uint64_t period = p_.alpha_period_ns;
+  if (period == 0 || now < alpha_start_ + period) return;
+  alpha_ = (1 - p_.g) * alpha_ + (cnp_in_period_ ? p_.g : 0);
+  cnp_in_period_ = false;
+  alpha_start_ += period;
+  const uint64_t quiet = (now - alpha_start_) / period;  // whole periods with no CNP
+  if (quiet > 0) {
+    alpha_ *= std::pow(1 - p_.g, static_cast<double>(quiet));
+    alpha_start_ += quiet * period;
+  }
+}
+
+void Dcqcn::advance(uint64_t now) {
+  while (limited_) {
+    const uint64_t cut_at = cut_pending_ ? last_cut_ + p_.rate_reduce_period_ns : UINT64_MAX;
+    const uint64_t at = std::min(cut_at, next_timer_);
+    if (at > now) break;
+    advance_alpha(at);
+    if (cut_at <= next_timer_) {
+      cut(at);
+    } else {
+      ++t_count_;
+      next_timer_ += p_.timer_ns;
+      increase();
+    }
+  }
+  if (limited_) advance_alpha(now);
+}
+
+uint64_t Dcqcn::next_event_ns() const {
+  if (!limited_) return UINT64_MAX;
+  const uint64_t cut_at = cut_pending_ ? last_cut_ + p_.rate_reduce_period_ns : UINT64_MAX;
+  return std::min(cut_at, next_timer_);
+}
+
+void Dcqcn::on_sent(uint64_t bytes, uint64_t now) {
+  if (!limited_) return;
+  advance(now);
+  if (!limited_) return;
+  bytes_ += bytes;
+  while (bytes_ >= p_.byte_reset && p_.byte_reset > 0) {
+    bytes_ -= p_.byte_reset;
+    ++b_count_;
+    increase();
+    if (!limited_) return;
+  }
+  // The pacer: this packet takes bytes * 8 / rate of the link; a sender that fell behind
+  // (woken late) may catch up by at most pacer_burst_ns.
+  const uint64_t floor = now > p_.pacer_burst_ns ? now - p_.pacer_burst_ns : 0;
+  const uint64_t start = std::max(next_send_, floor);
+  next_send_ = start + static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * 8e9 / rc_));
+}
+
+}  // namespace vrnic::engine
