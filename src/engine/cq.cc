@@ -35,15 +35,37 @@ bool Cq::resize(uint32_t depth) {
 }
 
 void Cq::arm(bool solicited_only) {
+  if (!armed_) held_ = 0;
   // A second arm may widen a solicited-only arm to "any", never narrow it.
   solicited_only_ = armed_ ? (solicited_only_ && solicited_only) : solicited_only;
   armed_ = true;
 }
 
-bool Cq::take_notification(bool solicited, bool error) {
+bool Cq::take_notification(bool solicited, bool error, uint64_t now_ns) {
   if (!armed_) return false;
   if (solicited_only_ && !solicited && !error) return false;
-  armed_ = false;
+  if (++held_ == 1) first_held_ns_ = now_ns;
+  if ((mod_count_ == 0 && mod_period_ns_ == 0) || (mod_count_ != 0 && held_ >= mod_count_)) {
+    fire();
+    return true;
+  }
+  if (mod_period_ns_ != 0) deadline_ns_ = first_held_ns_ + mod_period_ns_;
+  return false;
+}
+
+void Cq::set_moderation(uint16_t count, uint64_t period_ns) {
+  mod_count_ = count;
+  mod_period_ns_ = period_ns;
+  // CQEs already held back are measured against the new values.
+  deadline_ns_ = (armed_ && held_ > 0 && period_ns != 0) ? first_held_ns_ + period_ns
+                                                           : UINT64_MAX;
+}
+
+bool Cq::take_due_notification(uint64_t now_ns) {
+  if (!armed_ || held_ == 0) return false;
+  const bool by_count = mod_count_ == 0 ? mod_period_ns_ == 0 : held_ >= mod_count_;
+  if (!by_count && now_ns < deadline_ns_) return false;
+  fire();
   return true;
 }
 

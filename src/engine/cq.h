@@ -24,9 +24,21 @@ class Cq {
   bool resize(uint32_t depth);
 
   void arm(bool solicited_only);
-  // After a push: whether this CQE fires the armed notification (and disarms). Error
-  // completions and solicited receives fire a solicited-only arm (IBA 11.4.2.2).
-  bool take_notification(bool solicited, bool error);
+  // After a push at now_ns: whether this CQE fires the armed notification (and disarms).
+  // Error completions and solicited receives fire a solicited-only arm (IBA 11.4.2.2).
+  // With moderation the notification is held back until enough CQEs or time have gathered;
+  // notify_deadline() then says when it is due at the latest.
+  bool take_notification(bool solicited, bool error, uint64_t now_ns = 0);
+
+  // CQ moderation (ibv_modify_cq): an armed CQ notifies once `count` eligible CQEs have
+  // gathered or `period_ns` has passed since the first of them, whichever is first; a 0
+  // leaves that trigger off (both 0: every CQE notifies, the default).
+  void set_moderation(uint16_t count, uint64_t period_ns);
+  // When a held-back notification is due by time (UINT64_MAX if none is held back by time).
+  uint64_t notify_deadline() const { return deadline_ns_; }
+  // Fires a held-back notification whose count or period has been reached (and disarms).
+  bool take_due_notification(uint64_t now_ns);
+  bool timer_listed = false;  // on Core::moderated_cqs (core.h)
 
   uint32_t users = 0;  // QPs using this CQ (destroy_cq is EBUSY while > 0)
 
@@ -37,6 +49,16 @@ class Cq {
   void* user_context_;
   bool armed_ = false;
   bool solicited_only_ = false;
+  uint16_t mod_count_ = 0;
+  uint64_t mod_period_ns_ = 0;
+  uint32_t held_ = 0;             // eligible CQEs since the arm, not yet notified
+  uint64_t first_held_ns_ = 0;    // when the first of them came
+  uint64_t deadline_ns_ = UINT64_MAX;
+  void fire() {
+    armed_ = false;
+    held_ = 0;
+    deadline_ns_ = UINT64_MAX;
+  }
 };
 
 }  // namespace vrnic::engine

@@ -124,6 +124,7 @@ Errno Device::destroy_cq(Cq* cq) {
   auto it = std::find_if(v.begin(), v.end(), [&](auto& c) { return c.get() == cq; });
   if (it == v.end()) return EINVAL;
   if (cq->users > 0) return EBUSY;
+  impl_->core.forget_cq(cq);
   v.erase(it);
   return 0;
 }
@@ -143,6 +144,18 @@ int Device::poll_cq(Cq* cq, WorkCompletion* out, int n) {
 Errno Device::req_notify_cq(Cq* cq, bool solicited_only) {
   if (cq == nullptr) return EINVAL;
   cq->arm(solicited_only);
+  return 0;
+}
+
+Errno Device::modify_cq(Cq* cq, uint32_t count, uint32_t period_us) {
+  Core& c = impl_->core;
+  if (!impl_->has_cq(cq)) return EINVAL;
+  if (count > c.config.limits.max_cq_count || period_us > c.config.limits.max_cq_period_us)
+    return EINVAL;
+  cq->set_moderation(uint16_t(count), uint64_t(period_us) * 1000);
+  // CQEs held back under the old values may be due under the new ones.
+  if (cq->take_due_notification(c.now())) c.events.on_cq_event(cq, cq->user_context());
+  c.watch_cq_deadline(cq);
   return 0;
 }
 

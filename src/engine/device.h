@@ -23,6 +23,8 @@ struct DeviceLimits {
            max_srq_wr = 16384, max_ah = 1 << 16, max_mcast_grp = 8192, max_mcast_qp_attach = 256;
   uint32_t max_srq_sge = 32;
   uint32_t max_mw = 1 << 16;
+  // CQ moderation (ibv_modify_cq): mlx5's limits, a 16-bit count and a 12-bit period in µs.
+  uint16_t max_cq_count = 65535, max_cq_period_us = 4095;
   uint64_t max_mr_size = ~0ull;
   uint8_t max_mtu = 5;     // IBV_MTU_4096
   uint8_t active_mtu = 5;  // path MTU the port reports active
@@ -74,6 +76,8 @@ class Device {
   int poll_cq(Cq* cq, WorkCompletion* out, int n);
   // Arms the CQ: the next CQE (or next solicited one) raises EventSink::on_cq_event once.
   Errno req_notify_cq(Cq* cq, bool solicited_only);
+  // ibv_modify_cq's moderation: EINVAL above max_cq_count / max_cq_period_us.
+  Errno modify_cq(Cq* cq, uint32_t count, uint32_t period_us);
 
   // init.cap is written back with the granted capabilities. Errors: EINVAL (bad attribute),
   // ENOMEM, EOPNOTSUPP (QP type or feature the device lacks).
