@@ -99,15 +99,20 @@ ibv_cq_ex* vrnic::abi::op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex
     single_threaded = attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
   }
   if (attr->wc_flags & ~kSupportedWcFlags) return fail_null<ibv_cq_ex>(EOPNOTSUPP);
-  // No parent domain can exist (ibv_alloc_parent_domain is unsupported).
-  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain) {
-    return fail_null<ibv_cq_ex>(EINVAL);
+  // IBV_CQ_INIT_ATTR_MASK_PD names a parent domain of this context; none, or a plain PD,
+  // is EINVAL (mlx5).
+  ibv_pd* parent_domain = nullptr;
+  if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+    parent_domain = attr->parent_domain;
+    if (!parent_domain || !to_pd(parent_domain)->base || parent_domain->context != context) {
+      return fail_null<ibv_cq_ex>(EINVAL);
+    }
   }
   if (attr->cqe > uint32_t(INT32_MAX)) return fail_null<ibv_cq_ex>(EINVAL);
   if (attr->comp_vector > uint32_t(INT32_MAX)) return fail_null<ibv_cq_ex>(EINVAL);
-  ibv_cq* ibv = ibv_create_cq(context, int(attr->cqe), attr->cq_context, attr->channel,
-                              int(attr->comp_vector));
-  if (!ibv) return nullptr;  // errno set by ibv_create_cq
+  ibv_cq* ibv = create_cq(context, int(attr->cqe), attr->cq_context, attr->channel,
+                          int(attr->comp_vector), parent_domain);
+  if (!ibv) return nullptr;  // errno set by create_cq
   Cq* cq = to_cq(ibv);
   cq->poll_locks = !single_threaded;
   ibv_cq_ex& ex = cq->ex;
