@@ -87,15 +87,16 @@ ibv_cq* vrnic::abi::create_cq(ibv_context* context, int cqe, void* cq_context,
   auto* cq = new_object<Cq>(parent_domain, kResTypeCq);
   if (!cq) return fail_null<ibv_cq>(ENOMEM);
   uint32_t depth = uint32_t(cqe);
-  int err = ENOMEM;
-  cq->cq = to_context(context)->nic->locked([&](Device& d) -> vrnic::engine::Cq* {
-    if (depth > d.config().limits.max_cqe) {
-      err = EINVAL;
-      return nullptr;
-    }
-    return d.create_cq(depth, &cq->ibv);
-  });
-  if (!cq->cq) {
+  vrnic::live::LiveNic* nic = to_context(context)->nic;
+  int err = depth > nic->locked([](Device& d) { return d.config().limits.max_cqe; })
+                ? EINVAL
+                : alloc_cq_ring(parent_domain, depth, cq->ring);
+  if (!err) {
+    cq->cq = nic->locked([&](Device& d) { return d.create_cq(depth, &cq->ibv, cq->ring.mem); });
+    if (!cq->cq) err = ENOMEM;
+  }
+  if (err) {
+    free_cq_ring(parent_domain, cq->ring);
     delete_object(cq, parent_domain, kResTypeCq);
     return fail_null<ibv_cq>(err);
   }
@@ -145,6 +146,7 @@ VRNIC_EXPORT int ibv_destroy_cq(ibv_cq* ibv) {
   pthread_mutex_destroy(&ibv->mutex);
   pthread_cond_destroy(&ibv->cond);
   ibv_pd* parent_domain = cq->parent_domain;
+  free_cq_ring(parent_domain, cq->ring);
   delete_object(cq, parent_domain, kResTypeCq);
   if (parent_domain) release_domain(parent_domain);
   return 0;

@@ -152,11 +152,17 @@ VRNIC_EXPORT int ibv_resize_cq(ibv_cq* ibv, int cqe) {
   if (cqe <= 0) return EINVAL;
   Cq* cq = to_cq(ibv);
   uint32_t depth = uint32_t(cqe);
-  const int err = to_context(ibv->context)->nic->locked([&](Device& d) {
-    if (depth > d.config().limits.max_cqe) return EINVAL;
-    return d.resize_cq(cq->cq, depth);
-  });
+  vrnic::live::LiveNic* nic = to_context(ibv->context)->nic;
+  if (depth > nic->locked([](Device& d) { return d.config().limits.max_cqe; })) return EINVAL;
+  // A CQ whose ring came from its parent domain's allocator gets the new one from it too.
+  CqRing ring;
+  if (cq->ring.mem) {
+    if (int err = alloc_cq_ring(cq->parent_domain, depth, ring)) return err;
+  }
+  const int err = nic->locked([&](Device& d) { return d.resize_cq(cq->cq, depth, ring.mem); });
+  free_cq_ring(cq->parent_domain, err ? ring : cq->ring);  // the ring no longer in use
   if (err) return err;
+  if (ring.mem) cq->ring = ring;
   pthread_mutex_lock(&ibv->mutex);
   ibv->cqe = int(depth);
   pthread_mutex_unlock(&ibv->mutex);

@@ -88,3 +88,19 @@ void vrnic::abi::free_object(ibv_pd* ibv, void* mem, uint64_t type, bool custom)
   }
   std::free(mem);
 }
+
+int vrnic::abi::alloc_cq_ring(ibv_pd* parent_domain, uint32_t depth, CqRing& out) {
+  out = CqRing{};
+  if (!parent_domain || !to_pd(parent_domain)->alloc) return 0;
+  using vrnic::engine::WorkCompletion;
+  void* mem = alloc_object(parent_domain, size_t(depth) * sizeof(WorkCompletion),
+                           alignof(WorkCompletion), kResTypeCqRing, out.custom);
+  if (!mem) return ENOMEM;
+  out.mem = static_cast<WorkCompletion*>(mem);
+  return 0;
+}
+
+void vrnic::abi::free_cq_ring(ibv_pd* parent_domain, CqRing& ring) {
+  if (ring.mem) free_object(parent_domain, ring.mem, kResTypeCqRing, ring.custom);
+  ring = CqRing{};
+}

@@ -115,35 +115,91 @@ TEST_F(Domains, create_cq_ex__parent_domain_must_be_one) {
   EXPECT_EQ(errno, EINVAL);
 }
 
+// Each allocation is given back exactly once, with the type it was made with.
+void expect_all_freed(const Allocations& a) {
+  ASSERT_EQ(a.frees.size(), a.allocs.size());
+  for (const auto& f : a.frees) {
+    int matches = 0;
+    for (const auto& c : a.allocs) matches += c.ptr == f.ptr && c.type == f.type;
+    EXPECT_EQ(matches, 1) << f.ptr;
+  }
+}
+
 TEST_F(Domains, allocators__qp_and_cq_memory_comes_from_the_program_and_goes_back) {
   Allocations allocs;
   ibv_pd* pd = parent(nullptr, &allocs);
   ASSERT_NE(pd, nullptr);
   ibv_cq_ex* cq = cq_on(pd);
   ASSERT_NE(cq, nullptr);
-  ASSERT_EQ(allocs.allocs.size(), 1u);
-  EXPECT_EQ(allocs.allocs[0].ptr, static_cast<void*>(cq));  // the CQ lives in it
+  // The CQ object (the ibv_cq_ex lives in it) and its ring of 16 CQEs.
+  ASSERT_EQ(allocs.allocs.size(), 2u);
+  EXPECT_EQ(allocs.allocs[0].ptr, static_cast<void*>(cq));
+  EXPECT_GE(allocs.allocs[0].size, sizeof(ibv_cq_ex));
+  EXPECT_GE(allocs.allocs[1].size, 16 * sizeof(ibv_wc) / 2);
   ibv_qp* qp = qp_on(pd, ibv_cq_ex_to_cq(cq));
   ASSERT_NE(qp, nullptr);
-  ASSERT_EQ(allocs.allocs.size(), 2u);
-  EXPECT_EQ(allocs.allocs[1].ptr, static_cast<void*>(qp));
+  ASSERT_EQ(allocs.allocs.size(), 3u);
+  EXPECT_EQ(allocs.allocs[2].ptr, static_cast<void*>(qp));
+  EXPECT_GE(allocs.allocs[2].size, sizeof(ibv_qp_ex));
   EXPECT_EQ(qp->pd, pd);
   for (const auto& c : allocs.allocs) {
     EXPECT_EQ(c.pd, pd);
     EXPECT_EQ(c.pd_context, &allocs);
-    EXPECT_GE(c.size, sizeof(ibv_qp) < sizeof(ibv_cq_ex) ? sizeof(ibv_qp) : sizeof(ibv_cq_ex));
     EXPECT_EQ(c.alignment & (c.alignment - 1), 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(c.ptr) % c.alignment, 0u);
   }
-  EXPECT_NE(allocs.allocs[0].type, allocs.allocs[1].type);  // a CQ and a QP
-  EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);  // the QP and CQ are made on it
-  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  // Three kinds: CQ, CQ ring, QP.
+  EXPECT_NE(allocs.allocs[0].type, allocs.allocs[1].type);
+  EXPECT_NE(allocs.allocs[1].type, allocs.allocs[2].type);
+  EXPECT_NE(allocs.allocs[0].type, allocs.allocs[2].type);
+  // Resizing takes a new ring from the allocator and gives the old one back.
+  ASSERT_EQ(ibv_resize_cq(ibv_cq_ex_to_cq(cq), 64), 0);
+  ASSERT_EQ(allocs.allocs.size(), 4u);
+  EXPECT_EQ(allocs.allocs[3].type, allocs.allocs[1].type);
+  EXPECT_GT(allocs.allocs[3].size, allocs.allocs[1].size);
   ASSERT_EQ(allocs.frees.size(), 1u);
   EXPECT_EQ(allocs.frees[0].ptr, allocs.allocs[1].ptr);
-  EXPECT_EQ(allocs.frees[0].type, allocs.allocs[1].type);
+  EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);  // the QP and CQ are made on it
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  ASSERT_EQ(allocs.frees.size(), 2u);
+  EXPECT_EQ(allocs.frees[1].ptr, allocs.allocs[2].ptr);
   EXPECT_EQ(ibv_dealloc_pd(pd), EBUSY);  // the CQ still is
   EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
-  ASSERT_EQ(allocs.frees.size(), 2u);
-  EXPECT_EQ(allocs.frees[1].ptr, allocs.allocs[0].ptr);
+  expect_all_freed(allocs);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+// The CQ's CQEs really are in the program's memory: a completion passes through it.
+TEST_F(Domains, allocators__cqes_go_through_the_supplied_ring) {
+  Allocations allocs;
+  ibv_pd* pd = parent(nullptr, &allocs);
+  ASSERT_NE(pd, nullptr);
+  ibv_cq_ex* cq = cq_on(pd);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp* qp = qp_on(pd, ibv_cq_ex_to_cq(cq));
+  ASSERT_NE(qp, nullptr);
+  ASSERT_EQ(allocs.allocs.size(), 3u);
+  const auto& ring = allocs.allocs[1];
+  std::vector<uint8_t> before(static_cast<uint8_t*>(ring.ptr),
+                              static_cast<uint8_t*>(ring.ptr) + ring.size);
+  // A receive flushed by the move to ERR completes into the CQ.
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(qp, &attr, IBV_QP_STATE), 0);
+  ibv_recv_wr rw{};
+  rw.wr_id = 0x1122334455667788ull;
+  ibv_recv_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_recv(qp, &rw, &bad), 0);
+  std::vector<uint8_t> after(static_cast<uint8_t*>(ring.ptr),
+                             static_cast<uint8_t*>(ring.ptr) + ring.size);
+  EXPECT_NE(before, after);  // the CQE was written there
+  ibv_wc wc{};
+  ASSERT_EQ(ibv_poll_cq(ibv_cq_ex_to_cq(cq), 1, &wc), 1);
+  EXPECT_EQ(wc.wr_id, 0x1122334455667788ull);
+  EXPECT_EQ(wc.status, IBV_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
+  expect_all_freed(allocs);
   EXPECT_EQ(ibv_dealloc_pd(pd), 0);
 }
 
@@ -215,7 +271,7 @@ TEST_F(Domains, parent_domain__qp_and_mr_carry_traffic) {
   EXPECT_EQ(ibv_dereg_mr(dst_mr), 0);
   EXPECT_EQ(ibv_destroy_cq(cq), 0);
   EXPECT_EQ(allocs.allocs.size(), 1u);  // the QP (the CQ was not made on the domain)
-  EXPECT_EQ(allocs.frees.size(), 1u);
+  expect_all_freed(allocs);
 }
 
 }  // namespace

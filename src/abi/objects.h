@@ -58,6 +58,13 @@ struct Pd {
 // low 32 bits, as mlx5dv puts its driver id there): the memory of a QP / a CQ.
 constexpr uint64_t kResTypeQp = (uint64_t(0x027672) << 32) | 1;
 constexpr uint64_t kResTypeCq = (uint64_t(0x027672) << 32) | 2;
+constexpr uint64_t kResTypeCqRing = (uint64_t(0x027672) << 32) | 3;  // a CQ's CQEs
+
+// The CQE ring of a CQ on a parent domain with allocators (null mem: the engine's own).
+struct CqRing {
+  engine::WorkCompletion* mem = nullptr;
+  bool custom = false;  // from the allocator (else the heap, IBV_ALLOCATOR_USE_DEFAULT)
+};
 
 // The device memory ibv_alloc_dm hands out, in all (ibv_query_device_ex's max_dm_size).
 constexpr size_t kMaxDmSize = 256 * 1024;
@@ -94,6 +101,7 @@ struct Cq {
   };
   engine::Cq* cq = nullptr;
   ibv_pd* parent_domain = nullptr;  // ibv_create_cq_ex with IBV_CQ_INIT_ATTR_MASK_PD
+  CqRing ring;  // where the engine keeps this CQ's CQEs, when the parent domain supplies it
   bool custom_mem = false;  // this object's memory came from parent_domain's allocator
   uint32_t comp_events_delivered = 0;   // ibv_get_cq_event returns; guarded by ibv.mutex
   uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
@@ -167,6 +175,11 @@ inline void release_domain(ibv_pd* pd) {
 // Null (ENOMEM) if the allocator fails.
 void* alloc_object(ibv_pd* pd, size_t size, size_t align, uint64_t type, bool& custom);
 void free_object(ibv_pd* pd, void* mem, uint64_t type, bool custom);
+
+// A ring of `depth` CQEs from a parent domain's allocators: 0 (out.mem stays null without
+// allocators: the engine allocates), or ENOMEM.
+int alloc_cq_ring(ibv_pd* parent_domain, uint32_t depth, CqRing& out);
+void free_cq_ring(ibv_pd* parent_domain, CqRing& ring);
 
 template <typename T>
 T* new_object(ibv_pd* pd, uint64_t type) {

@@ -1,16 +1,25 @@
 // Completion queue ring and notification arming.
 #include "engine/cq.h"
 
+#include <new>
 #include <utility>
 
 namespace vrnic::engine {
 
-Cq::Cq(uint32_t depth, void* user_context)
-    : ring_(depth == 0 ? 1 : depth), user_context_(user_context) {}
+Cq::Cq(uint32_t depth, void* user_context, WorkCompletion* ring)
+    : depth_(depth == 0 ? 1 : depth), user_context_(user_context) {
+  if (ring) {
+    ring_ = ring;
+    for (uint32_t i = 0; i < depth_; ++i) new (&ring_[i]) WorkCompletion{};
+  } else {
+    own_.resize(depth_);
+    ring_ = own_.data();
+  }
+}
 
 bool Cq::push(const WorkCompletion& wc) {
-  if (count_ == ring_.size()) return false;
-  ring_[(head_ + count_) % ring_.size()] = wc;
+  if (count_ == depth_) return false;
+  ring_[(head_ + count_) % depth_] = wc;
   ++count_;
   return true;
 }
@@ -19,17 +28,25 @@ int Cq::poll(WorkCompletion* out, int n) {
   int got = 0;
   while (got < n && count_ > 0) {
     out[got++] = ring_[head_];
-    head_ = static_cast<uint32_t>((head_ + 1) % ring_.size());
+    head_ = static_cast<uint32_t>((head_ + 1) % depth_);
     --count_;
   }
   return got;
 }
 
-bool Cq::resize(uint32_t depth) {
+bool Cq::resize(uint32_t depth, WorkCompletion* ring) {
   if (depth == 0 || depth < count_) return false;
-  std::vector<WorkCompletion> ring(depth);
-  for (uint32_t i = 0; i < count_; ++i) ring[i] = ring_[(head_ + i) % ring_.size()];
-  ring_ = std::move(ring);
+  std::vector<WorkCompletion> own;
+  if (ring) {
+    for (uint32_t i = 0; i < depth; ++i) new (&ring[i]) WorkCompletion{};
+  } else {
+    own.resize(depth);
+    ring = own.data();
+  }
+  for (uint32_t i = 0; i < count_; ++i) ring[i] = ring_[(head_ + i) % depth_];
+  own_ = std::move(own);  // the old ring, if it was the CQ's own, goes now
+  ring_ = ring;
+  depth_ = depth;
   head_ = 0;
   return true;
 }

@@ -9,9 +9,13 @@ namespace vrnic::engine {
 
 class Cq {
  public:
-  Cq(uint32_t depth, void* user_context);
+  // ring: memory for `depth` CQEs that the caller supplies and frees after the CQ is gone or
+  // resized (a parent domain's allocator, in the verbs); null: the CQ allocates its own.
+  Cq(uint32_t depth, void* user_context, WorkCompletion* ring = nullptr);
+  Cq(const Cq&) = delete;
+  Cq& operator=(const Cq&) = delete;
 
-  uint32_t depth() const { return static_cast<uint32_t>(ring_.size()); }
+  uint32_t depth() const { return depth_; }
   uint32_t count() const { return count_; }
   void* user_context() const { return user_context_; }
 
@@ -19,9 +23,9 @@ class Cq {
   // the device reports as an async CQ error (IBA 11.4.2.1).
   bool push(const WorkCompletion& wc);
   int poll(WorkCompletion* out, int n);
-  // A new ring of `depth` entries holding the unpolled CQEs in order; false (nothing
-  // changed) if depth is smaller than count().
-  bool resize(uint32_t depth);
+  // A new ring of `depth` entries (in `ring` if given, as for the constructor) holding the
+  // unpolled CQEs in order; false (nothing changed) if depth is smaller than count().
+  bool resize(uint32_t depth, WorkCompletion* ring = nullptr);
 
   void arm(bool solicited_only);
   // After a push at now_ns: whether this CQE fires the armed notification (and disarms).
@@ -43,7 +47,9 @@ class Cq {
   uint32_t users = 0;  // QPs using this CQ (destroy_cq is EBUSY while > 0)
 
  private:
-  std::vector<WorkCompletion> ring_;
+  std::vector<WorkCompletion> own_;  // the ring, unless the caller supplied one
+  WorkCompletion* ring_;
+  uint32_t depth_;
   uint32_t head_ = 0;  // next to poll
   uint32_t count_ = 0;
   void* user_context_;

@@ -38,6 +38,31 @@ TEST(Cq, resize__keeps_wrapped_cqes_in_order) {
   EXPECT_FALSE(cq.push(wc(11)));
 }
 
+TEST(Cq, supplied_ring__holds_the_cqes_and_resize_moves_them_to_the_new_one) {
+  std::vector<WorkCompletion> first(3), second(5);
+  Cq cq(3, nullptr, first.data());
+  ASSERT_TRUE(cq.push(wc(1)));
+  ASSERT_TRUE(cq.push(wc(2)));
+  EXPECT_EQ(first[0].wr_id, 1u);  // written where the caller said
+  EXPECT_EQ(first[1].wr_id, 2u);
+  WorkCompletion out[8];
+  ASSERT_EQ(cq.poll(out, 1), 1);
+  ASSERT_TRUE(cq.resize(5, second.data()));
+  EXPECT_EQ(cq.depth(), 5u);
+  EXPECT_EQ(second[0].wr_id, 2u);
+  first.assign(3, wc(99));  // the old ring is no longer read
+  ASSERT_TRUE(cq.push(wc(3)));
+  EXPECT_EQ(second[1].wr_id, 3u);
+  ASSERT_EQ(cq.poll(out, 8), 2);
+  EXPECT_EQ(out[0].wr_id, 2u);
+  EXPECT_EQ(out[1].wr_id, 3u);
+  ASSERT_TRUE(cq.resize(2));  // back to a ring of its own
+  ASSERT_TRUE(cq.push(wc(4)));
+  EXPECT_EQ(second[2].wr_id, 0u);
+  ASSERT_EQ(cq.poll(out, 8), 1);
+  EXPECT_EQ(out[0].wr_id, 4u);
+}
+
 TEST(Cq, take_notification__moderated_by_count_fires_on_the_nth_cqe) {
   Cq cq(16, nullptr);
   cq.set_moderation(4, 0);

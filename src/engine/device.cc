@@ -112,10 +112,10 @@ Errno Device::dereg_mr(Mr* mr) {
 
 // --- CQ -------------------------------------------------------------------------------------
 
-Cq* Device::create_cq(uint32_t& cqe, void* user_context) {
+Cq* Device::create_cq(uint32_t& cqe, void* user_context, WorkCompletion* ring) {
   const DeviceLimits& l = impl_->core.config.limits;
   if (cqe == 0 || cqe > l.max_cqe || impl_->cqs.size() >= l.max_cq) return nullptr;
-  impl_->cqs.push_back(std::make_unique<Cq>(cqe, user_context));
+  impl_->cqs.push_back(std::make_unique<Cq>(cqe, user_context, ring));
   return impl_->cqs.back().get();
 }
 
@@ -159,10 +159,10 @@ Errno Device::modify_cq(Cq* cq, uint32_t count, uint32_t period_us) {
   return 0;
 }
 
-Errno Device::resize_cq(Cq* cq, uint32_t& cqe) {
+Errno Device::resize_cq(Cq* cq, uint32_t& cqe, WorkCompletion* ring) {
   if (!impl_->has_cq(cq)) return EINVAL;
   if (cqe == 0 || cqe > impl_->core.config.limits.max_cqe) return EINVAL;
-  return cq->resize(cqe) ? 0 : EINVAL;
+  return cq->resize(cqe, ring) ? 0 : EINVAL;
 }
 
 // --- SRQ (srq.cc holds the queue itself) -----------------------------------------------------

@@ -69,8 +69,9 @@ class Device {
   // ibv_advise_mr on ODP regions (odp.h): prefetch faults the pages in.
   Errno advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges, size_t n);
 
-  // cqe: requested depth; the granted depth is written back.
-  Cq* create_cq(uint32_t& cqe, void* user_context);
+  // cqe: requested depth; the granted depth is written back. ring: memory for the CQEs the
+  // caller supplies (Cq's constructor), or null.
+  Cq* create_cq(uint32_t& cqe, void* user_context, WorkCompletion* ring = nullptr);
   Errno destroy_cq(Cq* cq);  // EBUSY while QPs use it
   // Moves up to n completions into out; returns how many (>= 0).
   int poll_cq(Cq* cq, WorkCompletion* out, int n);
@@ -116,7 +117,8 @@ class Device {
   Errno bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindInfo& bind);
 
   // ibv_resize_cq: cqe in: requested, out: granted. EINVAL if fewer than the CQEs held.
-  Errno resize_cq(Cq* cq, uint32_t& cqe);
+  // ring: as for create_cq (the old ring is no longer used once this returns 0).
+  Errno resize_cq(Cq* cq, uint32_t& cqe, WorkCompletion* ring = nullptr);
   // ibv_rereg_mr: flags as IBV_REREG_MR_CHANGE_{TRANSLATION=1,PD=2,ACCESS=4}; keys kept.
   Errno rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length, uint64_t iova,
                  uint32_t access, MrInfo& out);
