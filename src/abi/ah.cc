@@ -66,6 +66,7 @@ VRNIC_EXPORT ibv_ah* ibv_create_ah(ibv_pd* ibv_pd, ibv_ah_attr* attr) {
     delete ah;
     return fail_null<ibv_ah>(err ? err : ENOMEM);
   }
+  hold_domain(ibv_pd);
   ah->ibv.context = ibv_pd->context;
   ah->ibv.pd = ibv_pd;
   ah->ibv.handle = 0;
@@ -78,6 +79,7 @@ VRNIC_EXPORT int ibv_destroy_ah(ibv_ah* ibv) {
   const int err = to_context(ibv->context)->nic->locked(
       [&](Device& d) { return d.destroy_ah(ah->ah); });
   if (err) return err;
+  release_domain(ibv->pd);
   delete ah;
   return 0;
 }

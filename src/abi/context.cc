@@ -39,7 +39,14 @@ void fill_ops(Context* c) {
   c->vctx.create_qp_ex = op_create_qp_ex;
   c->vctx.create_cq_ex = op_create_cq_ex;
   c->vctx.query_rt_values = op_query_rt_values;
-  // open_xrcd, create_flow, modify_cq... stay null for the same reason.
+  c->vctx.modify_cq = op_modify_cq;
+  c->vctx.alloc_td = op_alloc_td;
+  c->vctx.dealloc_td = op_dealloc_td;
+  c->vctx.alloc_parent_domain = op_alloc_parent_domain;
+  c->vctx.alloc_dm = op_alloc_dm;
+  c->vctx.free_dm = op_free_dm;
+  c->vctx.reg_dm_mr = op_reg_dm_mr;
+  // open_xrcd, create_flow, counters... stay null: the inline wrappers say EOPNOTSUPP.
 }
 
 ibv_async_event make_event(const engine::AsyncEvent& ev) {

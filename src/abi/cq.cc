@@ -77,25 +77,32 @@ VRNIC_EXPORT void ibv_ack_cq_events(ibv_cq* cq, unsigned int nevents) {
   pthread_mutex_unlock(&cq->mutex);
 }
 
-VRNIC_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
-                                   ibv_comp_channel* channel, int comp_vector) {
+ibv_cq* vrnic::abi::create_cq(ibv_context* context, int cqe, void* cq_context,
+                              ibv_comp_channel* channel, int comp_vector,
+                              ibv_pd* parent_domain) {
   if (cqe <= 0 || comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
     return fail_null<ibv_cq>(EINVAL);
   }
-  auto* cq = new (std::nothrow) Cq{};
+  // On a parent domain with allocators, the CQ's memory comes from the program.
+  auto* cq = new_object<Cq>(parent_domain, kResTypeCq);
   if (!cq) return fail_null<ibv_cq>(ENOMEM);
   uint32_t depth = uint32_t(cqe);
-  int err = ENOMEM;
-  cq->cq = to_context(context)->nic->locked([&](Device& d) -> vrnic::engine::Cq* {
-    if (depth > d.config().limits.max_cqe) {
-      err = EINVAL;
-      return nullptr;
-    }
-    return d.create_cq(depth, &cq->ibv);
-  });
-  if (!cq->cq) {
-    delete cq;
+  vrnic::live::LiveNic* nic = to_context(context)->nic;
+  int err = depth > nic->locked([](Device& d) { return d.config().limits.max_cqe; })
+                ? EINVAL
+                : alloc_cq_ring(parent_domain, depth, cq->ring);
+  if (!err) {
+    cq->cq = nic->locked([&](Device& d) { return d.create_cq(depth, &cq->ibv, cq->ring.mem); });
+    if (!cq->cq) err = ENOMEM;
+  }
+  if (err) {
+    free_cq_ring(parent_domain, cq->ring);
+    delete_object(cq, parent_domain, kResTypeCq);
     return fail_null<ibv_cq>(err);
+  }
+  if (parent_domain) {
+    cq->parent_domain = parent_domain;
+    hold_domain(parent_domain);
   }
   ibv_cq& c = cq->ibv;
   c.context = context;
@@ -109,6 +116,11 @@ VRNIC_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_conte
     ++channel->refcnt;
   }
   return &c;
+}
+
+VRNIC_EXPORT ibv_cq* ibv_create_cq(ibv_context* context, int cqe, void* cq_context,
+                                   ibv_comp_channel* channel, int comp_vector) {
+  return create_cq(context, cqe, cq_context, channel, comp_vector, nullptr);
 }
 
 VRNIC_EXPORT int ibv_destroy_cq(ibv_cq* ibv) {
@@ -133,7 +145,10 @@ VRNIC_EXPORT int ibv_destroy_cq(ibv_cq* ibv) {
   pthread_mutex_unlock(&ibv->mutex);
   pthread_mutex_destroy(&ibv->mutex);
   pthread_cond_destroy(&ibv->cond);
-  delete cq;
+  ibv_pd* parent_domain = cq->parent_domain;
+  free_cq_ring(parent_domain, cq->ring);
+  delete_object(cq, parent_domain, kResTypeCq);
+  if (parent_domain) release_domain(parent_domain);
   return 0;
 }
 
@@ -154,6 +169,15 @@ int vrnic::abi::op_poll_cq(ibv_cq* ibv, int num_entries, ibv_wc* wc) {
     if (got < want) break;
   }
   return total;
+}
+
+// ibv_modify_cq: CQ moderation. rdma-core refuses a mask bit at or past IBV_CQ_ATTR_RESERVED
+// and the kernel an empty mask (EINVAL); mlx5 a period over its 12 bits (EINVAL).
+int vrnic::abi::op_modify_cq(ibv_cq* ibv, ibv_modify_cq_attr* attr) {
+  if (attr->attr_mask == 0 || attr->attr_mask >= IBV_CQ_ATTR_RESERVED) return EINVAL;
+  return to_context(ibv->context)->nic->locked([&](Device& d) {
+    return d.modify_cq(to_cq(ibv)->cq, attr->moderate.cq_count, attr->moderate.cq_period);
+  });
 }
 
 int vrnic::abi::op_req_notify_cq(ibv_cq* ibv, int solicited_only) {

@@ -99,15 +99,20 @@ ibv_cq_ex* vrnic::abi::op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex
     single_threaded = attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
   }
   if (attr->wc_flags & ~kSupportedWcFlags) return fail_null<ibv_cq_ex>(EOPNOTSUPP);
-  // No parent domain can exist (ibv_alloc_parent_domain is unsupported).
-  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain) {
-    return fail_null<ibv_cq_ex>(EINVAL);
+  // IBV_CQ_INIT_ATTR_MASK_PD names a parent domain of this context; none, or a plain PD,
+  // is EINVAL (mlx5).
+  ibv_pd* parent_domain = nullptr;
+  if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+    parent_domain = attr->parent_domain;
+    if (!parent_domain || !to_pd(parent_domain)->base || parent_domain->context != context) {
+      return fail_null<ibv_cq_ex>(EINVAL);
+    }
   }
   if (attr->cqe > uint32_t(INT32_MAX)) return fail_null<ibv_cq_ex>(EINVAL);
   if (attr->comp_vector > uint32_t(INT32_MAX)) return fail_null<ibv_cq_ex>(EINVAL);
-  ibv_cq* ibv = ibv_create_cq(context, int(attr->cqe), attr->cq_context, attr->channel,
-                              int(attr->comp_vector));
-  if (!ibv) return nullptr;  // errno set by ibv_create_cq
+  ibv_cq* ibv = create_cq(context, int(attr->cqe), attr->cq_context, attr->channel,
+                          int(attr->comp_vector), parent_domain);
+  if (!ibv) return nullptr;  // errno set by create_cq
   Cq* cq = to_cq(ibv);
   cq->poll_locks = !single_threaded;
   ibv_cq_ex& ex = cq->ex;
@@ -147,11 +152,17 @@ VRNIC_EXPORT int ibv_resize_cq(ibv_cq* ibv, int cqe) {
   if (cqe <= 0) return EINVAL;
   Cq* cq = to_cq(ibv);
   uint32_t depth = uint32_t(cqe);
-  const int err = to_context(ibv->context)->nic->locked([&](Device& d) {
-    if (depth > d.config().limits.max_cqe) return EINVAL;
-    return d.resize_cq(cq->cq, depth);
-  });
+  vrnic::live::LiveNic* nic = to_context(ibv->context)->nic;
+  if (depth > nic->locked([](Device& d) { return d.config().limits.max_cqe; })) return EINVAL;
+  // A CQ whose ring came from its parent domain's allocator gets the new one from it too.
+  CqRing ring;
+  if (cq->ring.mem) {
+    if (int err = alloc_cq_ring(cq->parent_domain, depth, ring)) return err;
+  }
+  const int err = nic->locked([&](Device& d) { return d.resize_cq(cq->cq, depth, ring.mem); });
+  free_cq_ring(cq->parent_domain, err ? ring : cq->ring);  // the ring no longer in use
   if (err) return err;
+  if (ring.mem) cq->ring = ring;
   pthread_mutex_lock(&ibv->mutex);
   ibv->cqe = int(depth);
   pthread_mutex_unlock(&ibv->mutex);

@@ -36,6 +36,8 @@ VRNIC_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
 
 VRNIC_EXPORT int ibv_dealloc_pd(ibv_pd* ibv) {
   Pd* pd = to_pd(ibv);
+  if (pd->base) return dealloc_parent_domain(pd);
+  if (pd->refs.load()) return EBUSY;  // parent domains made on it
   const int err = to_context(ibv->context)->nic->locked([&](Device& d) { return d.dealloc_pd(pd->pd); });
   if (err) return err;
   delete pd;
@@ -80,6 +82,7 @@ ibv_mr* register_mr(ibv_pd* ibv_pd, void* addr, size_t length, uint64_t iova,
     delete mr;
     return fail_null<ibv_mr>(err);
   }
+  hold_domain(ibv_pd);
   mr->mr = info.mr;
   mr->ibv.context = ibv_pd->context;
   mr->ibv.pd = ibv_pd;
@@ -117,11 +120,13 @@ VRNIC_EXPORT int ibv_rereg_mr(ibv_mr* ibv, int flags, ibv_pd* ibv_pd, void* addr
     return IBV_REREG_MR_ERR_INPUT;
   }
   uint32_t engine_access = 0;
-  if (int err = to_engine_access(unsigned(access), engine_access)) {
-    errno = err;
+  int bad = to_engine_access(unsigned(access), engine_access);
+  Mr* mr = to_mr(ibv);
+  if (mr->dm) bad = EINVAL;  // an MR on device memory stays as registered
+  if (bad) {
+    errno = bad;
     return IBV_REREG_MR_ERR_CMD;
   }
-  Mr* mr = to_mr(ibv);
   vrnic::engine::Pd* pd = (flags & IBV_REREG_MR_CHANGE_PD) && ibv_pd ? to_pd(ibv_pd)->pd : nullptr;
   vrnic::engine::MrInfo info;
   const int err = to_context(ibv->context)->nic->locked([&](Device& d) {
@@ -132,7 +137,11 @@ VRNIC_EXPORT int ibv_rereg_mr(ibv_mr* ibv, int flags, ibv_pd* ibv_pd, void* addr
     errno = err;
     return IBV_REREG_MR_ERR_CMD;
   }
-  if (flags & IBV_REREG_MR_CHANGE_PD) ibv->pd = ibv_pd;
+  if (flags & IBV_REREG_MR_CHANGE_PD) {
+    release_domain(ibv->pd);
+    hold_domain(ibv_pd);
+    ibv->pd = ibv_pd;
+  }
   if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
     ibv->addr = addr;
     ibv->length = length;
@@ -155,6 +164,8 @@ VRNIC_EXPORT int ibv_dereg_mr(ibv_mr* ibv) {
   Mr* mr = to_mr(ibv);
   const int err = to_context(ibv->context)->nic->locked([&](Device& d) { return d.dereg_mr(mr->mr); });
   if (err) return err;
+  release_domain(ibv->pd);
+  release_dm_mr(ibv);
   delete mr;
   return 0;
 }

@@ -23,6 +23,7 @@ ibv_mw* vrnic::abi::op_alloc_mw(ibv_pd* ibv_pd, ibv_mw_type type) {
     delete mw;
     return fail_null<ibv_mw>(err ? err : ENOMEM);
   }
+  hold_domain(ibv_pd);
   mw->ibv.context = ibv_pd->context;
   mw->ibv.pd = ibv_pd;
   mw->ibv.rkey = rkey;
@@ -36,6 +37,7 @@ int vrnic::abi::op_dealloc_mw(ibv_mw* ibv) {
   const int err =
       to_context(ibv->context)->nic->locked([&](Device& d) { return d.dealloc_mw(mw->mw); });
   if (err) return err;
+  release_domain(ibv->pd);
   delete mw;
   return 0;
 }

@@ -2,11 +2,13 @@
 #pragma once
 #include <infiniband/verbs.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <new>
 
 #include "engine/types.h"
 
@@ -32,14 +34,56 @@ struct Context {
   std::deque<ibv_async_event> async_events;  // read by ibv_get_async_event
 };
 
+// A thread domain: vrnic has no doorbell registers to dedicate, so it only counts its users.
+struct Td {
+  ibv_td ibv;
+  std::atomic<uint32_t> parents{0};  // parent domains made with it (dealloc: EBUSY)
+};
+
+// A protection domain, or a parent domain (ibv_alloc_parent_domain): one that protects as
+// its `base` PD does (same engine PD), with a thread domain and the program's allocators.
 struct Pd {
   ibv_pd ibv;
   engine::Pd* pd = nullptr;
+  Pd* base = nullptr;  // set for a parent domain
+  Td* td = nullptr;
+  void* (*alloc)(ibv_pd*, void*, size_t, size_t, uint64_t) = nullptr;
+  void (*free)(ibv_pd*, void*, void*, uint64_t) = nullptr;
+  void* pd_context = nullptr;
+  // A PD: the parent domains made on it. A parent domain: the objects made on it.
+  std::atomic<uint32_t> refs{0};
 };
 
+// The resource_type a parent domain's allocator is called with (vrnic's vendor id above the
+// low 32 bits, as mlx5dv puts its driver id there): the memory of a QP / a CQ.
+constexpr uint64_t kResTypeQp = (uint64_t(0x027672) << 32) | 1;
+constexpr uint64_t kResTypeCq = (uint64_t(0x027672) << 32) | 2;
+constexpr uint64_t kResTypeCqRing = (uint64_t(0x027672) << 32) | 3;  // a CQ's CQEs
+
+// The CQE ring of a CQ on a parent domain with allocators (null mem: the engine's own).
+struct CqRing {
+  engine::WorkCompletion* mem = nullptr;
+  bool custom = false;  // from the allocator (else the heap, IBV_ALLOCATOR_USE_DEFAULT)
+};
+
+// The device memory ibv_alloc_dm hands out, in all (ibv_query_device_ex's max_dm_size).
+constexpr size_t kMaxDmSize = 256 * 1024;
+
+struct Dm;
 struct Mr {
   ibv_mr ibv;
   engine::Mr* mr = nullptr;
+  Dm* dm = nullptr;  // an MR on device memory (ibv_reg_dm_mr)
+};
+
+// Device memory (ibv_alloc_dm): a page-aligned block of the library's memory, counted
+// against the device's max_dm_size; MRs on it are zero-based (dm.cc).
+struct Dm {
+  ibv_dm ibv;
+  uint8_t* mem = nullptr;
+  size_t length = 0;  // as allocated (ibv_alloc_dm_attr.length)
+  size_t reserved = 0;  // counted against max_dm_size: length rounded up to pages
+  std::atomic<uint32_t> mrs{0};  // ibv_free_dm: EBUSY while MRs use it
 };
 
 struct Channel {
@@ -56,6 +100,9 @@ struct Cq {
     ibv_cq_ex ex;
   };
   engine::Cq* cq = nullptr;
+  ibv_pd* parent_domain = nullptr;  // ibv_create_cq_ex with IBV_CQ_INIT_ATTR_MASK_PD
+  CqRing ring;  // where the engine keeps this CQ's CQEs, when the parent domain supplies it
+  bool custom_mem = false;  // this object's memory came from parent_domain's allocator
   uint32_t comp_events_delivered = 0;   // ibv_get_cq_event returns; guarded by ibv.mutex
   uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
   engine::WorkCompletion polled{};  // the CQE ibv_start_poll / ibv_next_poll stands on
@@ -72,6 +119,7 @@ struct Qp {
   engine::Qp* qp = nullptr;
   uint32_t async_events_delivered = 0;  // guarded by ibv.mutex
   struct WrBuilder* wr = nullptr;  // ibv_create_qp_ex QPs: the ibv_wr_* state (qp_ex.cc)
+  bool custom_mem = false;  // this object's memory came from its parent domain's allocator
 };
 
 struct Ah {
@@ -94,6 +142,8 @@ inline Context* to_context(ibv_context* c) {
   return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
 }
 inline Pd* to_pd(ibv_pd* p) { return reinterpret_cast<Pd*>(p); }
+inline Td* to_td(ibv_td* t) { return reinterpret_cast<Td*>(t); }
+inline Dm* to_dm(ibv_dm* d) { return reinterpret_cast<Dm*>(d); }
 inline Mr* to_mr(ibv_mr* m) { return reinterpret_cast<Mr*>(m); }
 inline Cq* to_cq(ibv_cq* c) { return reinterpret_cast<Cq*>(c); }
 inline Qp* to_qp(ibv_qp* q) { return reinterpret_cast<Qp*>(q); }
@@ -109,6 +159,42 @@ template <typename T = void>
 inline T* fail_null(int err) {
   errno = err;
   return nullptr;
+}
+
+// Objects made on a parent domain keep it (ibv_dealloc_pd is EBUSY until they are gone);
+// on a plain PD these do nothing (the engine counts a PD's users).
+inline void hold_domain(ibv_pd* pd) {
+  if (to_pd(pd)->base) ++to_pd(pd)->refs;
+}
+inline void release_domain(ibv_pd* pd) {
+  if (to_pd(pd)->base) --to_pd(pd)->refs;
+}
+
+// Memory for a QP or CQ object made on pd: from the parent domain's allocator when it has
+// one that does not answer IBV_ALLOCATOR_USE_DEFAULT (custom is then set), else the heap.
+// Null (ENOMEM) if the allocator fails.
+void* alloc_object(ibv_pd* pd, size_t size, size_t align, uint64_t type, bool& custom);
+void free_object(ibv_pd* pd, void* mem, uint64_t type, bool custom);
+
+// A ring of `depth` CQEs from a parent domain's allocators: 0 (out.mem stays null without
+// allocators: the engine allocates), or ENOMEM.
+int alloc_cq_ring(ibv_pd* parent_domain, uint32_t depth, CqRing& out);
+void free_cq_ring(ibv_pd* parent_domain, CqRing& ring);
+
+template <typename T>
+T* new_object(ibv_pd* pd, uint64_t type) {
+  bool custom = false;
+  void* mem = alloc_object(pd, sizeof(T), alignof(T), type, custom);
+  if (!mem) return nullptr;
+  T* obj = new (mem) T{};
+  obj->custom_mem = custom;
+  return obj;
+}
+template <typename T>
+void delete_object(T* obj, ibv_pd* pd, uint64_t type) {
+  const bool custom = obj->custom_mem;
+  obj->~T();
+  free_object(pd, obj, type, custom);
 }
 
 // Exported symbols; everything else in the library is hidden.

@@ -13,6 +13,7 @@ namespace vrnic::abi {
 
 int op_poll_cq(ibv_cq* cq, int num_entries, ibv_wc* wc);
 int op_req_notify_cq(ibv_cq* cq, int solicited_only);
+int op_modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
@@ -29,8 +30,23 @@ int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* in
 struct Qp;
 ibv_qp* op_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
 void free_qp_ex(Qp* qp);  // ibv_destroy_qp: the ibv_wr_* state, if any
+// ibv_create_cq, optionally on a parent domain (ibv_create_cq_ex, IBV_CQ_INIT_ATTR_MASK_PD).
+ibv_cq* create_cq(ibv_context* context, int cqe, void* cq_context, ibv_comp_channel* channel,
+                  int comp_vector, ibv_pd* parent_domain);
 ibv_cq_ex* op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
 int op_query_rt_values(ibv_context* context, ibv_values_ex* values);
+
+// Thread and parent domains (domain.cc), device memory (dm.cc).
+struct Pd;
+ibv_td* op_alloc_td(ibv_context* context, ibv_td_init_attr* attr);
+int op_dealloc_td(ibv_td* td);
+ibv_pd* op_alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr);
+int dealloc_parent_domain(Pd* pd);  // ibv_dealloc_pd of a parent domain
+ibv_dm* op_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr);
+int op_free_dm(ibv_dm* dm);
+ibv_mr* op_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
+                     unsigned int access);
+void release_dm_mr(ibv_mr* mr);  // ibv_dereg_mr of an MR on device memory
 
 // Called by the live NIC with its lock held (see live::LiveNicCallbacks).
 void on_cq_event(engine::Cq* cq, void* cq_user_context);

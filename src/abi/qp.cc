@@ -21,7 +21,8 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
   if (!attr->send_cq || !attr->recv_cq) return fail_null<ibv_qp>(EINVAL);
-  auto* qp = new (std::nothrow) Qp{};
+  // On a parent domain with allocators, the QP's memory comes from the program.
+  auto* qp = new_object<Qp>(ibv_pd, kResTypeQp);
   if (!qp) return fail_null<ibv_qp>(ENOMEM);
 
   vrnic::engine::QpInitAttr init;
@@ -41,9 +42,10 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
     return q;
   });
   if (!qp->qp) {
-    delete qp;
+    delete_object(qp, ibv_pd, kResTypeQp);
     return fail_null<ibv_qp>(err ? err : ENOMEM);
   }
+  hold_domain(ibv_pd);
   to_ibv_qp_cap(init.cap, attr->cap);
   ibv_qp& q = qp->ibv;
   q.context = ibv_pd->context;
@@ -111,7 +113,9 @@ VRNIC_EXPORT int ibv_destroy_qp(ibv_qp* ibv) {
   pthread_mutex_destroy(&ibv->mutex);
   pthread_cond_destroy(&ibv->cond);
   free_qp_ex(qp);
-  delete qp;
+  ibv_pd* pd = ibv->pd;
+  delete_object(qp, pd, kResTypeQp);
+  release_domain(pd);
   return 0;
 }
 

@@ -129,6 +129,11 @@ int vrnic::abi::op_query_device_ex(ibv_context* context, const ibv_query_device_
   ex.odp_caps.per_transport_caps.rc_odp_caps =
       IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
       IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+  // CQ moderation (ibv_modify_cq), mlx5's ranges.
+  const vrnic::engine::DeviceLimits l = limits_of(context);
+  ex.cq_mod_caps.max_cq_count = l.max_cq_count;
+  ex.cq_mod_caps.max_cq_period = l.max_cq_period_us;
+  ex.max_dm_size = kMaxDmSize;  // ibv_alloc_dm (dm.cc)
   std::memset(attr, 0, attr_size);
   std::memcpy(attr, &ex, std::min(attr_size, sizeof(ex)));
   return 0;

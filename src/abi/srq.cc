@@ -32,6 +32,7 @@ VRNIC_EXPORT ibv_srq* ibv_create_srq(ibv_pd* ibv_pd, ibv_srq_init_attr* init) {
   }
   init->attr.max_wr = attr.max_wr;
   init->attr.max_sge = attr.max_sge;
+  hold_domain(ibv_pd);
   ibv_srq& s = srq->ibv;
   s.context = ibv_pd->context;
   s.srq_context = init->srq_context;
@@ -74,6 +75,7 @@ VRNIC_EXPORT int ibv_destroy_srq(ibv_srq* ibv) {
   pthread_mutex_unlock(&ibv->mutex);
   pthread_mutex_destroy(&ibv->mutex);
   pthread_cond_destroy(&ibv->cond);
+  release_domain(ibv->pd);
   delete srq;
   return 0;
 }

@@ -50,14 +50,9 @@ TEST_F(Unsupported, inline_extended_verbs__eopnotsupp) {
   errno = 0;
   EXPECT_EQ(ibv_open_xrcd(ctx_, &xrcd), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  ibv_td_init_attr td{};
+  ibv_wq_init_attr wq{};
   errno = 0;
-  EXPECT_EQ(ibv_alloc_td(ctx_, &td), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  ibv_alloc_dm_attr dm{};
-  dm.length = 64;
-  errno = 0;
-  EXPECT_EQ(ibv_alloc_dm(ctx_, &dm), nullptr);
+  EXPECT_EQ(ibv_create_wq(ctx_, &wq), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
   ibv_counters_init_attr counters{};
   errno = 0;

@@ -5,6 +5,7 @@
 
 #include "wire/psn.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace vrnic::engine {
@@ -40,7 +41,43 @@ void Core::complete(Cq* cq, WorkCompletion wc, bool solicited) {
     return;
   }
   if (error) ++ctr.cqe_error; else ++ctr.cqe_ok;
-  if (cq->take_notification(solicited, error)) events.on_cq_event(cq, cq->user_context());
+  if (cq->take_notification(solicited, error, wc.completion_ts_ns)) {
+    events.on_cq_event(cq, cq->user_context());
+  } else {
+    watch_cq_deadline(cq);
+  }
+}
+
+void Core::watch_cq_deadline(Cq* cq) {
+  if (cq->notify_deadline() == UINT64_MAX) return;
+  note_deadline(cq->notify_deadline());
+  if (!cq->timer_listed) {
+    cq->timer_listed = true;
+    moderated_cqs.push_back(cq);
+  }
+}
+
+uint64_t Core::fire_due_cq_events() {
+  uint64_t next = UINT64_MAX;
+  const uint64_t t = now();
+  size_t kept = 0;
+  for (Cq* cq : moderated_cqs) {
+    if (cq->take_due_notification(t)) events.on_cq_event(cq, cq->user_context());
+    if (cq->notify_deadline() == UINT64_MAX) {
+      cq->timer_listed = false;
+      continue;
+    }
+    next = std::min(next, cq->notify_deadline());
+    moderated_cqs[kept++] = cq;
+  }
+  moderated_cqs.resize(kept);
+  return next;
+}
+
+void Core::forget_cq(Cq* cq) {
+  if (!cq->timer_listed) return;
+  moderated_cqs.erase(std::find(moderated_cqs.begin(), moderated_cqs.end(), cq));
+  cq->timer_listed = false;
 }
 
 void Core::async_event(AsyncEventType type, void* ctx) {

@@ -60,8 +60,15 @@ class Core {
     if (t < timer_hint) timer_hint = t;
   }
 
-  // Writes a CQE (timestamped) and raises the CQ event when armed.
+  // Writes a CQE (timestamped) and raises the CQ event when armed (or, with CQ moderation,
+  // lists the CQ in moderated_cqs until its held-back event is due).
   void complete(Cq* cq, WorkCompletion wc, bool solicited = false);
+  // Armed CQs holding back an event until a moderation period ends (ibv_modify_cq).
+  std::vector<Cq*> moderated_cqs;
+  // Raises the CQ events that are due by now and returns the earliest still to come.
+  uint64_t fire_due_cq_events();
+  void watch_cq_deadline(Cq* cq);  // lists it if its event waits for a deadline
+  void forget_cq(Cq* cq);  // destroy_cq
   void async_event(AsyncEventType type, void* ctx);
   // Moves the QP to ERR: every outstanding send and receive WQE completes with
   // WR_FLUSH_ERR (an error always completes, signaled or not: IBA 10.7.3.1), timers stop.

@@ -19,7 +19,8 @@ struct NullPort : PacketPort {
   uint16_t source_port_for(uint32_t) override { return 0xc000; }
 };
 struct FixedClock : Clock {
-  uint64_t now_ns() const override { return 5000; }
+  uint64_t t = 5000;
+  uint64_t now_ns() const override { return t; }
 };
 struct Events : EventSink {
   std::vector<Cq*> cq_events;
@@ -127,6 +128,28 @@ TEST_F(CoreTest, complete__error_fires_a_solicited_only_arm_and_overflow_is_coun
   core.complete(&cq, err);
   EXPECT_EQ(core.ctr.cqe_error, 1u);
   EXPECT_EQ(events.cq_events.size(), 1u);
+}
+
+TEST_F(CoreTest, complete__moderated_cq_event_waits_for_its_period) {
+  Cq cq(8, nullptr);
+  cq.set_moderation(4, 3000);
+  cq.arm(false);
+  core.complete(&cq, WorkCompletion{});
+  EXPECT_TRUE(events.cq_events.empty());
+  EXPECT_EQ(core.timer_hint, 8000u);  // the first CQE (t 5000) + the period
+  ASSERT_EQ(core.moderated_cqs.size(), 1u);
+  clock.t = 7999;
+  EXPECT_EQ(core.fire_due_cq_events(), 8000u);
+  EXPECT_TRUE(events.cq_events.empty());
+  clock.t = 8000;
+  EXPECT_EQ(core.fire_due_cq_events(), UINT64_MAX);
+  ASSERT_EQ(events.cq_events.size(), 1u);
+  EXPECT_TRUE(core.moderated_cqs.empty());
+  cq.arm(false);
+  core.complete(&cq, WorkCompletion{});
+  ASSERT_EQ(core.moderated_cqs.size(), 1u);
+  core.forget_cq(&cq);  // destroy_cq
+  EXPECT_TRUE(core.moderated_cqs.empty());
 }
 
 TEST_F(CoreTest, flush_queues__every_wqe_completes_with_flush_error) {

@@ -38,5 +38,90 @@ TEST(Cq, resize__keeps_wrapped_cqes_in_order) {
   EXPECT_FALSE(cq.push(wc(11)));
 }
 
+TEST(Cq, supplied_ring__holds_the_cqes_and_resize_moves_them_to_the_new_one) {
+  std::vector<WorkCompletion> first(3), second(5);
+  Cq cq(3, nullptr, first.data());
+  ASSERT_TRUE(cq.push(wc(1)));
+  ASSERT_TRUE(cq.push(wc(2)));
+  EXPECT_EQ(first[0].wr_id, 1u);  // written where the caller said
+  EXPECT_EQ(first[1].wr_id, 2u);
+  WorkCompletion out[8];
+  ASSERT_EQ(cq.poll(out, 1), 1);
+  ASSERT_TRUE(cq.resize(5, second.data()));
+  EXPECT_EQ(cq.depth(), 5u);
+  EXPECT_EQ(second[0].wr_id, 2u);
+  first.assign(3, wc(99));  // the old ring is no longer read
+  ASSERT_TRUE(cq.push(wc(3)));
+  EXPECT_EQ(second[1].wr_id, 3u);
+  ASSERT_EQ(cq.poll(out, 8), 2);
+  EXPECT_EQ(out[0].wr_id, 2u);
+  EXPECT_EQ(out[1].wr_id, 3u);
+  ASSERT_TRUE(cq.resize(2));  // back to a ring of its own
+  ASSERT_TRUE(cq.push(wc(4)));
+  EXPECT_EQ(second[2].wr_id, 0u);
+  ASSERT_EQ(cq.poll(out, 8), 1);
+  EXPECT_EQ(out[0].wr_id, 4u);
+}
+
+TEST(Cq, take_notification__moderated_by_count_fires_on_the_nth_cqe) {
+  Cq cq(16, nullptr);
+  cq.set_moderation(4, 0);
+  cq.arm(false);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(cq.push(wc(i)));
+    EXPECT_FALSE(cq.take_notification(false, false, 100));
+  }
+  EXPECT_EQ(cq.notify_deadline(), UINT64_MAX);  // no period: only the count fires it
+  EXPECT_FALSE(cq.take_due_notification(1000000000));
+  ASSERT_TRUE(cq.push(wc(3)));
+  EXPECT_TRUE(cq.take_notification(false, false, 100));
+  ASSERT_TRUE(cq.push(wc(4)));
+  EXPECT_FALSE(cq.take_notification(false, false, 100));  // disarmed until the next arm
+  cq.arm(false);  // the count starts again from this arm
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(cq.take_notification(false, false, 100));
+  EXPECT_TRUE(cq.take_notification(false, false, 100));
+}
+
+TEST(Cq, take_notification__moderated_by_period_is_due_after_the_first_cqe) {
+  Cq cq(16, nullptr);
+  cq.set_moderation(0, 5000);
+  cq.arm(false);
+  EXPECT_FALSE(cq.take_notification(false, false, 1000));
+  EXPECT_EQ(cq.notify_deadline(), 6000u);
+  EXPECT_FALSE(cq.take_notification(false, false, 2000));
+  EXPECT_EQ(cq.notify_deadline(), 6000u);  // measured from the first held CQE
+  EXPECT_FALSE(cq.take_due_notification(5999));
+  EXPECT_TRUE(cq.take_due_notification(6000));
+  EXPECT_EQ(cq.notify_deadline(), UINT64_MAX);
+  EXPECT_FALSE(cq.take_due_notification(7000));  // fired once per arm
+}
+
+TEST(Cq, take_notification__count_or_period_whichever_first) {
+  Cq cq(16, nullptr);
+  cq.set_moderation(2, 5000);
+  cq.arm(false);
+  EXPECT_FALSE(cq.take_notification(false, false, 0));
+  EXPECT_TRUE(cq.take_notification(false, false, 10));  // the count, long before the period
+  cq.arm(true);  // solicited only: an unsolicited success is not counted
+  EXPECT_FALSE(cq.take_notification(false, false, 20));
+  EXPECT_EQ(cq.notify_deadline(), UINT64_MAX);
+  EXPECT_FALSE(cq.take_notification(true, false, 30));
+  EXPECT_EQ(cq.notify_deadline(), 5030u);
+  EXPECT_TRUE(cq.take_due_notification(5030));
+}
+
+TEST(Cq, set_moderation__applies_to_cqes_already_held) {
+  Cq cq(16, nullptr);
+  cq.set_moderation(8, 0);
+  cq.arm(false);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(cq.take_notification(false, false, 100));
+  cq.set_moderation(3, 0);
+  EXPECT_TRUE(cq.take_due_notification(100));  // 3 held >= the new count
+  cq.arm(false);
+  EXPECT_FALSE(cq.take_notification(false, false, 100));
+  cq.set_moderation(0, 0);  // moderation off: the held CQE is due at once
+  EXPECT_TRUE(cq.take_due_notification(100));
+}
+
 }  // namespace
 }  // namespace vrnic::engine

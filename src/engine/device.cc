@@ -112,10 +112,10 @@ Errno Device::dereg_mr(Mr* mr) {
 
 // --- CQ -------------------------------------------------------------------------------------
 
-Cq* Device::create_cq(uint32_t& cqe, void* user_context) {
+Cq* Device::create_cq(uint32_t& cqe, void* user_context, WorkCompletion* ring) {
   const DeviceLimits& l = impl_->core.config.limits;
   if (cqe == 0 || cqe > l.max_cqe || impl_->cqs.size() >= l.max_cq) return nullptr;
-  impl_->cqs.push_back(std::make_unique<Cq>(cqe, user_context));
+  impl_->cqs.push_back(std::make_unique<Cq>(cqe, user_context, ring));
   return impl_->cqs.back().get();
 }
 
@@ -124,6 +124,7 @@ Errno Device::destroy_cq(Cq* cq) {
   auto it = std::find_if(v.begin(), v.end(), [&](auto& c) { return c.get() == cq; });
   if (it == v.end()) return EINVAL;
   if (cq->users > 0) return EBUSY;
+  impl_->core.forget_cq(cq);
   v.erase(it);
   return 0;
 }
@@ -146,10 +147,22 @@ Errno Device::req_notify_cq(Cq* cq, bool solicited_only) {
   return 0;
 }
 
-Errno Device::resize_cq(Cq* cq, uint32_t& cqe) {
+Errno Device::modify_cq(Cq* cq, uint32_t count, uint32_t period_us) {
+  Core& c = impl_->core;
+  if (!impl_->has_cq(cq)) return EINVAL;
+  if (count > c.config.limits.max_cq_count || period_us > c.config.limits.max_cq_period_us)
+    return EINVAL;
+  cq->set_moderation(uint16_t(count), uint64_t(period_us) * 1000);
+  // CQEs held back under the old values may be due under the new ones.
+  if (cq->take_due_notification(c.now())) c.events.on_cq_event(cq, cq->user_context());
+  c.watch_cq_deadline(cq);
+  return 0;
+}
+
+Errno Device::resize_cq(Cq* cq, uint32_t& cqe, WorkCompletion* ring) {
   if (!impl_->has_cq(cq)) return EINVAL;
   if (cqe == 0 || cqe > impl_->core.config.limits.max_cqe) return EINVAL;
-  return cq->resize(cqe) ? 0 : EINVAL;
+  return cq->resize(cqe, ring) ? 0 : EINVAL;
 }
 
 // --- SRQ (srq.cc holds the queue itself) -----------------------------------------------------

@@ -23,6 +23,8 @@ struct DeviceLimits {
            max_srq_wr = 16384, max_ah = 1 << 16, max_mcast_grp = 8192, max_mcast_qp_attach = 256;
   uint32_t max_srq_sge = 32;
   uint32_t max_mw = 1 << 16;
+  // CQ moderation (ibv_modify_cq): mlx5's limits, a 16-bit count and a 12-bit period in µs.
+  uint16_t max_cq_count = 65535, max_cq_period_us = 4095;
   uint64_t max_mr_size = ~0ull;
   uint8_t max_mtu = 5;     // IBV_MTU_4096
   uint8_t active_mtu = 5;  // path MTU the port reports active
@@ -67,13 +69,16 @@ class Device {
   // ibv_advise_mr on ODP regions (odp.h): prefetch faults the pages in.
   Errno advise_mr(Pd* pd, uint32_t advice, uint32_t flags, const Sge* sges, size_t n);
 
-  // cqe: requested depth; the granted depth is written back.
-  Cq* create_cq(uint32_t& cqe, void* user_context);
+  // cqe: requested depth; the granted depth is written back. ring: memory for the CQEs the
+  // caller supplies (Cq's constructor), or null.
+  Cq* create_cq(uint32_t& cqe, void* user_context, WorkCompletion* ring = nullptr);
   Errno destroy_cq(Cq* cq);  // EBUSY while QPs use it
   // Moves up to n completions into out; returns how many (>= 0).
   int poll_cq(Cq* cq, WorkCompletion* out, int n);
   // Arms the CQ: the next CQE (or next solicited one) raises EventSink::on_cq_event once.
   Errno req_notify_cq(Cq* cq, bool solicited_only);
+  // ibv_modify_cq's moderation: EINVAL above max_cq_count / max_cq_period_us.
+  Errno modify_cq(Cq* cq, uint32_t count, uint32_t period_us);
 
   // init.cap is written back with the granted capabilities. Errors: EINVAL (bad attribute),
   // ENOMEM, EOPNOTSUPP (QP type or feature the device lacks).
@@ -112,7 +117,8 @@ class Device {
   Errno bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindInfo& bind);
 
   // ibv_resize_cq: cqe in: requested, out: granted. EINVAL if fewer than the CQEs held.
-  Errno resize_cq(Cq* cq, uint32_t& cqe);
+  // ring: as for create_cq (the old ring is no longer used once this returns 0).
+  Errno resize_cq(Cq* cq, uint32_t& cqe, WorkCompletion* ring = nullptr);
   // ibv_rereg_mr: flags as IBV_REREG_MR_CHANGE_{TRANSLATION=1,PD=2,ACCESS=4}; keys kept.
   Errno rereg_mr(Mr* mr, uint32_t flags, Pd* pd, void* addr, size_t length, uint64_t iova,
                  uint32_t access, MrInfo& out);

@@ -145,7 +145,7 @@ void Device::on_timer() {
   for (auto& [qpn, qp] : d.qps) completer_on_timer(d.core, *qp);
   d.finish();
   // The exact next deadline, now that the due timers have run (and re-armed).
-  uint64_t t = UINT64_MAX;
+  uint64_t t = d.core.fire_due_cq_events();
   for (auto& [qpn, qp] : d.qps) {
     if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);
     if (qp->req.rnr_deadline != 0) t = std::min(t, qp->req.rnr_deadline);

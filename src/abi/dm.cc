@@ -1,0 +1,132 @@
+// Device memory: ibv_alloc_dm / ibv_free_dm, ibv_memcpy_to_dm / _from_dm, ibv_reg_dm_mr.
+// vrnic's "device memory" is a page-aligned block of the library's own memory: a program
+// reaches it only through the memcpy calls and zero-based MRs, as it reaches a NIC's
+// on-chip memory. The device offers kMaxDmSize bytes in all (query.cc advertises it).
+#include <cstdlib>
+#include <cstring>
+
+#include "abi/convert.h"
+#include "abi/objects.h"
+#include "abi/ops.h"
+#include "live/live_nic.h"
+
+using namespace vrnic::abi;
+using vrnic::engine::Device;
+
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr uint32_t kMaxLogAlign = 12;  // blocks are page-aligned: any alignment up to a page
+std::atomic<size_t> g_dm_used{0};      // bytes allocated, over every context of the process
+std::atomic<uint32_t> g_next_handle{1};
+
+// The range [offset, offset + length) lies inside the block.
+bool in_bounds(const Dm* dm, uint64_t offset, size_t length) {
+  return offset <= dm->length && length <= dm->length - offset;
+}
+
+// Out of the block: EFAULT, as mlx5's copies answer. vrnic has no 4-byte granularity (mlx5's
+// EINVAL for an unaligned offset or length does not apply).
+int copy_to_dm(ibv_dm* ibv, uint64_t offset, const void* host, size_t length) {
+  Dm* dm = to_dm(ibv);
+  if (!in_bounds(dm, offset, length)) return EFAULT;
+  std::memcpy(dm->mem + offset, host, length);
+  return 0;
+}
+
+int copy_from_dm(void* host, ibv_dm* ibv, uint64_t offset, size_t length) {
+  Dm* dm = to_dm(ibv);
+  if (!in_bounds(dm, offset, length)) return EFAULT;
+  std::memcpy(host, dm->mem + offset, length);
+  return 0;
+}
+
+// Takes `bytes` of the device's memory; false if that would pass kMaxDmSize.
+bool reserve(size_t bytes) {
+  size_t used = g_dm_used.load();
+  do {
+    if (bytes > kMaxDmSize - used) return false;
+  } while (!g_dm_used.compare_exchange_weak(used, used + bytes));
+  return true;
+}
+
+}  // namespace
+
+// mlx5's checks: an unknown comp_mask bit or a length over max_dm_size is EINVAL; memory the
+// device no longer has is ENOMEM.
+ibv_dm* vrnic::abi::op_alloc_dm(ibv_context* context, ibv_alloc_dm_attr* attr) {
+  if (attr->comp_mask || attr->length == 0 || attr->length > kMaxDmSize ||
+      attr->log_align_req > kMaxLogAlign) {
+    return fail_null<ibv_dm>(EINVAL);
+  }
+  const size_t reserved = (attr->length + kPage - 1) / kPage * kPage;
+  if (!reserve(reserved)) return fail_null<ibv_dm>(ENOMEM);
+  auto* dm = new (std::nothrow) Dm;
+  void* mem = dm ? std::aligned_alloc(kPage, reserved) : nullptr;
+  if (!mem) {
+    delete dm;
+    g_dm_used -= reserved;
+    return fail_null<ibv_dm>(ENOMEM);
+  }
+  std::memset(mem, 0, reserved);
+  dm->mem = static_cast<uint8_t*>(mem);
+  dm->length = attr->length;
+  dm->reserved = reserved;
+  dm->ibv.context = context;
+  dm->ibv.memcpy_to_dm = copy_to_dm;
+  dm->ibv.memcpy_from_dm = copy_from_dm;
+  dm->ibv.handle = g_next_handle++;
+  return &dm->ibv;
+}
+
+int vrnic::abi::op_free_dm(ibv_dm* ibv) {
+  Dm* dm = to_dm(ibv);
+  if (dm->mrs.load()) return EBUSY;  // MRs on it (the kernel's use count)
+  std::free(dm->mem);
+  g_dm_used -= dm->reserved;
+  delete dm;
+  return 0;
+}
+
+// rdma-core requires IBV_ACCESS_ZERO_BASED (EINVAL without); mlx5 refuses other access bits
+// than local / remote write, remote read and atomic (EINVAL); the kernel a range outside the
+// block (EINVAL). The MR's iova 0 is the block's byte `dm_offset`.
+ibv_mr* vrnic::abi::op_reg_dm_mr(ibv_pd* ibv_pd, ibv_dm* ibv_dm, uint64_t dm_offset,
+                                 size_t length, unsigned int access) {
+  constexpr unsigned kAllowed = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+                                IBV_ACCESS_ZERO_BASED;
+  Dm* dm = to_dm(ibv_dm);
+  if ((access & ~kAllowed) || !(access & IBV_ACCESS_ZERO_BASED)) return fail_null<ibv_mr>(EINVAL);
+  if (ibv_dm->context != ibv_pd->context || length == 0 || !in_bounds(dm, dm_offset, length)) {
+    return fail_null<ibv_mr>(EINVAL);
+  }
+  uint32_t engine_access = 0;
+  if (int err = to_engine_access(access, engine_access)) return fail_null<ibv_mr>(err);
+  auto* mr = new (std::nothrow) Mr{};
+  if (!mr) return fail_null<ibv_mr>(ENOMEM);
+  vrnic::engine::MrInfo info;
+  vrnic::engine::Pd* pd = to_pd(ibv_pd)->pd;
+  const int err = to_context(ibv_pd->context)->nic->locked([&](Device& d) {
+    return d.reg_mr(pd, dm->mem + dm_offset, length, 0, engine_access, info);
+  });
+  if (err) {
+    delete mr;
+    return fail_null<ibv_mr>(err);
+  }
+  ++dm->mrs;
+  hold_domain(ibv_pd);
+  mr->mr = info.mr;
+  mr->dm = dm;
+  mr->ibv.context = ibv_pd->context;
+  mr->ibv.pd = ibv_pd;
+  mr->ibv.addr = nullptr;  // zero-based: the program addresses the MR by offset (as rdma-core)
+  mr->ibv.length = length;
+  mr->ibv.lkey = info.lkey;
+  mr->ibv.rkey = info.rkey;
+  return &mr->ibv;
+}
+
+void vrnic::abi::release_dm_mr(ibv_mr* ibv) {
+  if (Dm* dm = to_mr(ibv)->dm) --dm->mrs;
+}
