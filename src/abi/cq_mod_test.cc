@@ -109,7 +109,9 @@ TEST_F(CqModeration, period__a_single_cqe_raises_the_event_after_the_period) {
   const uint64_t posted = mono_ns();
   write_and_poll(1);
   // Not at once: only checked while the period surely has not run out yet.
-  if (mono_ns() - posted < kPeriodUs * 1000ull / 2) EXPECT_FALSE(try_event());
+  if (mono_ns() - posted < kPeriodUs * 1000ull / 2) {
+    EXPECT_FALSE(try_event());
+  }
   ASSERT_TRUE(wait_event());
   EXPECT_GE(mono_ns() - posted, kPeriodUs * 1000ull);
   EXPECT_FALSE(try_event());  // one event per arm
