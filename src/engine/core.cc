@@ -1,6 +1,7 @@
 // Shared device internals: completions, error transition with flush, packet start, SGE copy.
 #include "engine/core.h"
 
+#include "engine/congestion.h"
 #include "engine/qp_transition.h"
 
 #include "wire/psn.h"
@@ -154,10 +155,10 @@ void Core::retract_mr(const Mr& mr) {
 void Core::enter_error(Qp& qp) { qp_transition(*this, qp, QpState::kErr, QpCause::kError); }
 
 std::span<uint8_t> Core::start_packet(Qp& qp, const wire::Packet& p, size_t payload_len) {
-  return tx.start(p, payload_len, qp.ip);
+  return tx.start(p, payload_len, qp.ip, data_tos(*this, qp.attr.ah.traffic_class));
 }
 
-void Core::commit_packet() { tx.commit(port, ctr); }
+size_t Core::commit_packet() { return tx.commit(port, ctr); }
 
 void Core::recount_inflight(Qp& qp) {
   RequesterState& r = qp.req;

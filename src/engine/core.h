@@ -95,8 +95,9 @@ class Core {
   void direct_flush();
 
   // Starts a packet to the QP's peer; fill the returned span, then commit_packet().
+  // Data packets leave ECT(0) in the QP's traffic class (congestion.h data_tos).
   std::span<uint8_t> start_packet(Qp& qp, const wire::Packet& p, size_t payload_len);
-  void commit_packet();
+  size_t commit_packet();  // returns the packet's size (BTH to ICRC)
   void mark_tx_ready(Qp& qp);
   // Brings the QP's share of `inflight` up to date (0 once it no longer sends).
   void recount_inflight(Qp& qp);

@@ -20,6 +20,7 @@ namespace vrnic::engine {
   X(rx_qkey_errors) X(rx_dropped_no_recv) X(rx_uc_dropped) X(rx_mcast_packets)           \
   X(direct_writes) X(direct_reads) X(direct_bytes) X(direct_fallbacks)                    \
   X(tx_gsi) X(rx_gsi)                                                                      \
+  X(np_ecn_marked_roce_packets) X(np_cnp_sent) X(rp_cnp_handled) X(rp_cnp_ignored)         \
   VRNIC_CM_COUNTERS(X)
 
 // The connection manager's counters (librdmacm.so.1 keeps them, above the engine, and

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "engine/counters.h"
+#include "engine/dcqcn.h"
 #include "engine/ports.h"
 #include "engine/types.h"
 
@@ -38,6 +39,8 @@ struct DeviceConfig {
   // Bytes a requester QP keeps in flight (requester.h send_window): what a peer's receive
   // buffer is expected to absorb in one burst.
   uint32_t send_window_bytes = 256 * 1024;
+  // Congestion control: ECT(0) on data packets, CNPs for CE-marked ones, DCQCN per QP.
+  DcqcnParams cc;
 };
 
 struct MrInfo {

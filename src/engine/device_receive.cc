@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "engine/completer.h"
+#include "engine/congestion.h"
 #include "engine/gsi.h"
 #include "wire/cm_mad.h"
 #include "wire/opcode.h"
@@ -37,6 +38,7 @@ void receive_ud(Core& core, Qp& qp, const wire::Packet& p, const WirePacket& pkt
     ++core.ctr.rx_bad_state;
     return;
   }
+  if ((pkt.tos & kEcnMask) == kEcnCe) cc_on_ce(core, qp, p.deth.src_qp, pkt.ip);
   ud_receive(core, qp, p, pkt.ip);
 }
 
@@ -70,7 +72,7 @@ void receive_connected(Core& core, Qp& qp, const wire::Packet& p, const WirePack
     ++ctr.rx_wrong_source;
     return;
   }
-  if (kind == wire::OpKind::kCnp) return;  // a CNP is for the device, not a QP
+  if ((pkt.tos & kEcnMask) == kEcnCe) cc_on_ce(core, qp, qp.attr.dest_qp_num, pkt.ip);
   const bool request = count_kind(ctr, kind);
   QpState s = qp.state();
   if (request) {
@@ -100,7 +102,8 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   if (!check_and_parse(ctr, icrc_peers, pkt, p)) return;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (info.transport == wire::Transport::kCnp) {
-    ++ctr.rx_cnp;  // counted; the send rate does not react to it
+    ++ctr.rx_cnp;
+    cc_receive_cnp(core, find_qp(p.bth.dest_qp));  // the reaction point (congestion.h)
     return;
   }
   if (info.transport == wire::Transport::kUd && p.bth.dest_qp == kMulticastQpn) {
@@ -142,10 +145,14 @@ uint64_t Device::next_timer_ns() const { return impl_->core.timer_hint; }
 
 void Device::on_timer() {
   Impl& d = *impl_;
-  for (auto& [qpn, qp] : d.qps) completer_on_timer(d.core, *qp);
+  uint64_t cc = UINT64_MAX;  // congestion control: pacer and DCQCN timers (congestion.h)
+  for (auto& [qpn, qp] : d.qps) {
+    completer_on_timer(d.core, *qp);
+    cc = std::min(cc, cc_on_timer(d.core, *qp));
+  }
   d.finish();
   // The exact next deadline, now that the due timers have run (and re-armed).
-  uint64_t t = d.core.fire_due_cq_events();
+  uint64_t t = std::min(cc, d.core.fire_due_cq_events());
   for (auto& [qpn, qp] : d.qps) {
     if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);
     if (qp->req.rnr_deadline != 0) t = std::min(t, qp->req.rnr_deadline);

@@ -95,8 +95,14 @@ struct Side {
   std::vector<uint8_t> buf;
   MrInfo mr;
 
+  static DeviceConfig config_for(uint8_t ip_last) {
+    DeviceConfig c;
+    c.gid = gid_of(ip_last);
+    return c;
+  }
+
   Side(uint8_t ip_last, size_t buf_size)
-      : dev(DeviceConfig{gid_of(ip_last), {}, nullptr}, port, clock, memory, sink), buf(buf_size) {
+      : dev(config_for(ip_last), port, clock, memory, sink), buf(buf_size) {
     pd = dev.alloc_pd();
     uint32_t cqe = 1 << 16;
     cq = dev.create_cq(cqe, nullptr);

@@ -6,7 +6,10 @@
 #include <deque>
 #include <vector>
 
+#include <memory>
+
 #include "engine/ack_queue.h"
+#include "engine/dcqcn.h"
 #include "engine/ring.h"
 #include "engine/small_vec.h"
 #include "engine/types.h"
@@ -54,6 +57,7 @@ struct SendWqe {
   uint32_t remote_qkey = 0;
   bool dst_ipv6 = false;
   std::array<uint8_t, 16> dst{};
+  uint8_t traffic_class = 0;  // the AH's GRH traffic class
 
   bool is_read_or_atomic() const {
     return opcode == WrOpcode::kRdmaRead || opcode == WrOpcode::kAtomicCmpSwp ||
@@ -114,6 +118,15 @@ struct ResponderState {
   AckQueue ack_queue;
 };
 
+// Congestion control of one QP (docs/protocol.md "Congestion control"): its reaction point,
+// made at its first CNP, and the notification point's CNP rate limit.
+struct CongestionState {
+  std::unique_ptr<Dcqcn> rp;  // null until the first CNP: the QP sends unpaced
+  uint64_t pace_deadline = 0; // the requester waits for the pacer until then (0: it does not)
+  uint64_t last_cnp_ns = 0;   // when this QP last sent a CNP
+  bool cnp_sent = false;
+};
+
 class Qp {
  public:
   uint32_t qpn = 0;
@@ -133,6 +146,7 @@ class Qp {
   Ring<RecvWqe> rq;
   RequesterState req;
   ResponderState resp;
+  CongestionState cc;
 
   QpState state() const { return attr.qp_state; }
   // The requester side works in RTS, and in SQD for what was already started (IBA 10.3.1:

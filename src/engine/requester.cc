@@ -1,4 +1,5 @@
 // Requester: posting send WRs and turning send WQEs into request packets.
+#include "engine/congestion.h"
 #include "engine/requester.h"
 
 #include <algorithm>
@@ -111,7 +112,7 @@ bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k, bool stop_after) 
     w.local_status = WcStatus::kLocProtErr;
     return false;
   }
-  c.commit_packet();
+  cc_on_sent(c, qp, c.commit_packet());
   count_sent(c, qp, psn, 1);
   return true;
 }
@@ -129,7 +130,7 @@ void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
   p.reth = {w.remote_addr + off, w.rkey, static_cast<uint32_t>(len)};
   w.read_req_end = k + n;
   c.start_packet(qp, p, 0);
-  c.commit_packet();
+  cc_on_sent(c, qp, c.commit_packet());
   count_sent(c, qp, psn, n);
 }
 
@@ -142,7 +143,7 @@ void send_atomic(Core& c, Qp& qp, SendWqe& w) {
   p.atomic.swap_add = w.opcode == WrOpcode::kAtomicCmpSwp ? w.swap : w.compare_add;
   p.atomic.compare = w.opcode == WrOpcode::kAtomicCmpSwp ? w.compare_add : 0;
   c.start_packet(qp, p, 0);
-  c.commit_packet();
+  cc_on_sent(c, qp, c.commit_packet());
   count_sent(c, qp, w.first_psn, 1);
 }
 
@@ -251,6 +252,7 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
     w.remote_qkey = (wr.remote_qkey & kPrivilegedQkeyBit) ? qp.attr.qkey : wr.remote_qkey;
     w.dst_ipv6 = wr.ah->ipv6;
     w.dst = wr.ah->dst;
+    w.traffic_class = wr.ah->av.traffic_class;
   }
   qp.sq.push_back(std::move(w));
   return 0;
@@ -417,6 +419,7 @@ void requester_progress(Core& c, Qp& qp) {
     if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
     const uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
     if (in_flight >= send_window(c, qp) || !budget_allows(c, qp, in_flight, 1)) break;
+    if (cc_pacer_holds(c, qp)) break;  // DCQCN's rate (congestion.h): a timer wakes the QP
     if (!w.started && !start_wqe(c, qp, w)) break;
     if (!send_request(c, qp, w, in_flight)) break;
     if (r.cursor_pkt >= w.npkts) {

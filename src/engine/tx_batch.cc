@@ -28,7 +28,7 @@ void TxBatch::reserve(size_t need) {
 }
 
 std::span<uint8_t> TxBatch::start(const wire::Packet& p, size_t payload_len,
-                                  const wire::IpUdpInfo& ip) {
+                                  const wire::IpUdpInfo& ip, uint8_t tos) {
   wire::Packet hdr = p;
   uint8_t pad = wire::pad_for(payload_len);
   hdr.bth.pad_count = pad;
@@ -42,11 +42,11 @@ std::span<uint8_t> TxBatch::start(const wire::Packet& p, size_t payload_len,
   uint8_t* buf = arena_.get() + start_;
   wire::write_headers(hdr, buf);
   pkts_[used_].ip = ip;
-  pkts_[used_].tos = 0;
+  pkts_[used_].tos = tos;
   return {buf + header_len_, payload_len};
 }
 
-void TxBatch::commit(PacketPort& port, Counters& c) {
+size_t TxBatch::commit(PacketPort& port, Counters& c) {
   uint8_t* buf = arena_.get() + start_;
   size_t pad = wire::pad_for(payload_len_);
   size_t body = header_len_ + payload_len_ + pad;
@@ -71,7 +71,9 @@ void TxBatch::commit(PacketPort& port, Counters& c) {
     case wire::OpKind::kAck: break;  // ACK / NAK kinds are counted by the responder
     case wire::OpKind::kCnp: ++c.tx_cnp; break;
   }
+  const size_t size = total_len_;
   if (used_ >= kMaxBatch) flush(port);
+  return size;
 }
 
 void TxBatch::flush(PacketPort& port) {

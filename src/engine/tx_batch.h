@@ -19,9 +19,10 @@ class TxBatch {
   // Starts a packet: writes the headers of p (pad count set from payload_len) and returns
   // the payload area for the caller to fill; then call commit().
   std::span<uint8_t> start(const wire::Packet& p, size_t payload_len,
-                           const wire::IpUdpInfo& ip);
+                           const wire::IpUdpInfo& ip, uint8_t tos = 0);
   // Zeroes the pad, computes and stores the ICRC, counts the packet; flushes when full.
-  void commit(PacketPort& port, Counters& c);
+  // Returns the packet's size (BTH to ICRC).
+  size_t commit(PacketPort& port, Counters& c);
   void flush(PacketPort& port);
   size_t pending() const { return used_; }
 

@@ -1,6 +1,7 @@
 // UD and UC: address handles, multicast groups, the unreliable send path and the UD / UC
 // receive paths. Nothing here is acknowledged or retransmitted: a sender completes its WQE
 // when the last packet leaves, a receiver drops what it cannot take and counts it.
+#include "engine/congestion.h"
 #include "engine/ud.h"
 
 #include <cerrno>
@@ -205,7 +206,8 @@ bool send_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (info.has(wire::kHasReth)) p.reth = {w.remote_addr, w.rkey, w.length};
   if (info.has(wire::kHasImm)) p.imm = w.imm_data;
-  std::span<uint8_t> payload = c.tx.start(p, len, ip);
+  const uint8_t tos = data_tos(c, ud ? w.traffic_class : qp.attr.ah.traffic_class);
+  std::span<uint8_t> payload = c.tx.start(p, len, ip, tos);
   if (!w.inline_data.empty()) {
     std::memcpy(payload.data(), w.inline_data.data() + off, len);
   } else if (!c.gather(qp.pd, w.sges, off, payload.data(), len)) {
@@ -218,7 +220,8 @@ bool send_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
   const bool mcast = ud && w.remote_qpn == kMulticastQpn &&
                      c.ud.port_joined.count(gid_of(ip, true)) == 0;
   if (mcast) local.assign(payload.begin(), payload.end());
-  c.commit_packet();
+  const size_t size = c.commit_packet();
+  if (!ud) cc_on_sent(c, qp, size);
   if (mcast) {
     wire::Packet in = p;
     in.payload = local;
@@ -370,6 +373,7 @@ void unreliable_progress(Core& c, Qp& qp) {
       const uint64_t left = w.length > off ? w.length - off : 0;
       if (!pace(c, qp, (left < mtu ? left : mtu) + 64)) break;  // + headers
     }
+    if (cc_pacer_holds(c, qp)) break;  // DCQCN's rate (UC; congestion.h)
     if (!send_packet(c, qp, w, r.cursor_pkt)) return send_queue_error(c, qp, WcStatus::kLocProtErr);
     // A multicast send delivered to this very QP may have moved it to ERR (a receive too
     // short): its queues, this WQE included, are flushed then.

@@ -1,0 +1,92 @@
+// Congestion control in the device: ECT(0) marking, CNPs out (notification point), and the
+// reaction point (DCQCN) fed with CNPs, sent bytes and time.
+#include "engine/congestion.h"
+
+#include <algorithm>
+
+#include "wire/opcode.h"
+
+namespace vrnic::engine {
+
+namespace {
+
+// Bytes on an Ethernet link around the UDP payload: Ethernet header and FCS, IP, UDP.
+constexpr size_t kOverheadV4 = 14 + 4 + 20 + 8, kOverheadV6 = 14 + 4 + 40 + 8;
+
+}  // namespace
+
+uint8_t data_tos(const Core& c, uint8_t traffic_class) {
+  const DcqcnParams& p = c.config.cc;
+  const uint8_t dscp = traffic_class != 0 ? traffic_class >> 2 : p.data_dscp;
+  return static_cast<uint8_t>(dscp << 2 | (p.enabled ? kEcnEct0 : 0));
+}
+
+void cc_receive_cnp(Core& c, Qp* qp) {
+  // RoCEv2 Annex A17.9.3: a CNP names the QP whose traffic was marked. Only connected QPs
+  // keep a rate (a UD QP's packets go to many destinations).
+  if (qp == nullptr || !c.config.cc.enabled || qp->type == QpType::kUd || !qp->sending()) {
+    ++c.ctr.rp_cnp_ignored;
+    return;
+  }
+  ++c.ctr.rp_cnp_handled;
+  CongestionState& cc = qp->cc;
+  if (!cc.rp) cc.rp = std::make_unique<Dcqcn>(c.config.cc);
+  cc.rp->on_cnp(c.now());
+  c.note_deadline(cc.rp->next_event_ns());
+}
+
+void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from) {
+  ++c.ctr.np_ecn_marked_roce_packets;
+  const DcqcnParams& p = c.config.cc;
+  if (!p.enabled) return;
+  CongestionState& cc = qp.cc;
+  const uint64_t now = c.now();
+  if (cc.cnp_sent && now - cc.last_cnp_ns < p.min_time_between_cnps_ns) return;
+  cc.cnp_sent = true;
+  cc.last_cnp_ns = now;
+  wire::Packet cnp;
+  cnp.bth.opcode = wire::kCnp;
+  cnp.bth.dest_qp = src_qpn;
+  cnp.bth.pkey = 0xffff;
+  cnp.bth.becn = true;  // as ConnectX NICs send it
+  wire::IpUdpInfo ip = c.local_ip;
+  ip.src_port = qp.src_port;
+  ip.ipv6 = from.ipv6;
+  ip.dst = from.src;
+  c.tx.start(cnp, 0, ip, static_cast<uint8_t>(p.cnp_dscp << 2));  // not ECN-capable
+  c.tx.commit(c.port, c.ctr);
+  ++c.ctr.np_cnp_sent;
+}
+
+bool cc_pacer_holds(Core& c, Qp& qp) {
+  CongestionState& cc = qp.cc;
+  if (!cc.rp) return false;
+  const uint64_t at = cc.rp->next_send_ns();
+  if (at <= c.now()) return false;
+  cc.pace_deadline = at;
+  c.note_deadline(at);
+  return true;
+}
+
+void cc_on_sent(Core& c, Qp& qp, size_t bytes) {
+  CongestionState& cc = qp.cc;
+  if (!cc.rp) return;
+  cc.rp->on_sent(bytes + (qp.ip.ipv6 ? kOverheadV6 : kOverheadV4), c.now());
+  c.note_deadline(cc.rp->next_event_ns());
+}
+
+uint64_t cc_on_timer(Core& c, Qp& qp) {
+  CongestionState& cc = qp.cc;
+  const uint64_t now = c.now();
+  if (cc.pace_deadline != 0 && now >= cc.pace_deadline) {
+    cc.pace_deadline = 0;
+    c.mark_tx_ready(qp);
+  }
+  if (!cc.rp) return cc.pace_deadline != 0 ? cc.pace_deadline : UINT64_MAX;
+  cc.rp->advance(now);
+  uint64_t next = cc.rp->next_event_ns();
+  if (cc.pace_deadline != 0) next = std::min(next, cc.pace_deadline);
+  return next;
+}
+
+}  // namespace vrnic::engine

@@ -1,0 +1,29 @@
+// Congestion control in the device (docs/protocol.md "Congestion control"): the ECN field of
+// outgoing packets, the notification point (CNPs for CE-marked packets) and the reaction
+// point's hooks (DCQCN per QP, dcqcn.h) in the requester and the timers.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/core.h"
+
+namespace vrnic::engine {
+
+inline constexpr uint8_t kEcnMask = 0x3, kEcnEct0 = 0x2, kEcnCe = 0x3;
+
+// The DSCP/ECN byte of a data packet with this GRH traffic class: its DSCP (or the device's
+// data DSCP when the class is 0) and ECT(0) while congestion control is on.
+uint8_t data_tos(const Core& c, uint8_t traffic_class);
+// A CNP for `qp` (null: no such QP): its reaction point cuts the rate.
+void cc_receive_cnp(Core& c, Qp* qp);
+// A packet for `qp` arrived CE-marked: counted, and answered with a CNP to its sender at
+// most once per min_time_between_cnps. `src_qpn` / `from`: the sender (UD: from DETH).
+void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from);
+// True if the QP's pacer holds its next packet (a timer is armed for it).
+bool cc_pacer_holds(Core& c, Qp& qp);
+// The requester sent a packet of `bytes` (the UDP payload) for `qp`.
+void cc_on_sent(Core& c, Qp& qp, size_t bytes);
+// Runs the QP's due congestion timers; returns its next deadline (UINT64_MAX: none).
+uint64_t cc_on_timer(Core& c, Qp& qp);
+
+}  // namespace vrnic::engine
