@@ -48,7 +48,8 @@ void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from) {
   cnp.bth.opcode = wire::kCnp;
   cnp.bth.dest_qp = src_qpn;
   cnp.bth.pkey = 0xffff;
-  cnp.bth.becn = true;  // as ConnectX NICs send it
+  cnp.bth.becn = true;     // as ConnectX NICs send it
+  cnp.bth.mig_req = false;
   wire::IpUdpInfo ip = c.local_ip;
   ip.src_port = qp.src_port;
   ip.ipv6 = from.ipv6;
@@ -70,21 +71,27 @@ bool cc_pacer_holds(Core& c, Qp& qp) {
 
 void cc_on_sent(Core& c, Qp& qp, size_t bytes) {
   CongestionState& cc = qp.cc;
-  if (!cc.rp) return;
+  if (!cc.rp) {
+    if (!c.config.cc.enabled || !c.config.cc.pace_at_line_rate) return;
+    cc.rp = std::make_unique<Dcqcn>(c.config.cc);  // the serialiser's pace, no limiter yet
+  }
   cc.rp->on_sent(bytes + (qp.ip.ipv6 ? kOverheadV6 : kOverheadV4), c.now());
   c.note_deadline(cc.rp->next_event_ns());
 }
 
-uint64_t cc_on_timer(Core& c, Qp& qp) {
+void cc_on_timer(Core& c, Qp& qp) {
   CongestionState& cc = qp.cc;
   const uint64_t now = c.now();
   if (cc.pace_deadline != 0 && now >= cc.pace_deadline) {
     cc.pace_deadline = 0;
     c.mark_tx_ready(qp);
   }
-  if (!cc.rp) return cc.pace_deadline != 0 ? cc.pace_deadline : UINT64_MAX;
-  cc.rp->advance(now);
-  uint64_t next = cc.rp->next_event_ns();
+  if (cc.rp) cc.rp->advance(now);
+}
+
+uint64_t cc_deadline(const Qp& qp) {
+  const CongestionState& cc = qp.cc;
+  uint64_t next = cc.rp ? cc.rp->next_event_ns() : UINT64_MAX;
   if (cc.pace_deadline != 0) next = std::min(next, cc.pace_deadline);
   return next;
 }

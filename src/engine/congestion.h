@@ -23,7 +23,9 @@ void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from);
 bool cc_pacer_holds(Core& c, Qp& qp);
 // The requester sent a packet of `bytes` (the UDP payload) for `qp`.
 void cc_on_sent(Core& c, Qp& qp, size_t bytes);
-// Runs the QP's due congestion timers; returns its next deadline (UINT64_MAX: none).
-uint64_t cc_on_timer(Core& c, Qp& qp);
+// Runs the QP's due congestion timers (the pacer's wake-up, DCQCN's increase timer).
+void cc_on_timer(Core& c, Qp& qp);
+// The QP's next congestion deadline (UINT64_MAX: none).
+uint64_t cc_deadline(const Qp& qp);
 
 }  // namespace vrnic::engine

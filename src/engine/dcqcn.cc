@@ -21,7 +21,7 @@ void Dcqcn::on_cnp(uint64_t now) {
     cnp_in_period_ = false;
     last_cut_ = now;
     cut_pending_ = false;
-    next_send_ = now;
+    next_send_ = std::max(next_send_, now);
     restart_increase(now);
     return;
   }
@@ -105,16 +105,16 @@ uint64_t Dcqcn::next_event_ns() const {
 }
 
 void Dcqcn::on_sent(uint64_t bytes, uint64_t now) {
-  if (!limited_) return;
   advance(now);
-  if (!limited_) return;
-  bytes_ += bytes;
-  while (bytes_ >= p_.byte_reset && p_.byte_reset > 0) {
-    bytes_ -= p_.byte_reset;
-    ++b_count_;
-    increase();
-    if (!limited_) return;
+  if (limited_) {
+    bytes_ += bytes;
+    while (bytes_ >= p_.byte_reset && p_.byte_reset > 0 && limited_) {
+      bytes_ -= p_.byte_reset;
+      ++b_count_;
+      increase();
+    }
   }
+  if (!limited_ && !p_.pace_at_line_rate) return;
   // The pacer: this packet takes bytes * 8 / rate of the link; a sender that fell behind
   // (woken late) may catch up by at most pacer_burst_ns.
   const uint64_t floor = now > p_.pacer_burst_ns ? now - p_.pacer_burst_ns : 0;

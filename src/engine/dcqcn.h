@@ -28,6 +28,10 @@ struct DcqcnParams {
   uint8_t cnp_dscp = 48;                 // cnp_dscp
   uint8_t data_dscp = 0;                 // DSCP of data packets whose QP sets no traffic class
   uint64_t pacer_burst_ns = 50000;       // how far behind the pace a late sender may catch up
+  // Pace every QP at line rate, limiter or not: the NIC's own serialiser, for a device
+  // whose port is a simulated link. Off in live mode, where the kernel's socket is the
+  // serialiser (docs/protocol.md "Congestion control").
+  bool pace_at_line_rate = false;
 };
 
 class Dcqcn {
@@ -45,7 +49,7 @@ class Dcqcn {
   // When the next timer event is due (UINT64_MAX: none; the limiter is released).
   uint64_t next_event_ns() const;
   // When the pacer lets the next packet leave (<= now: at once).
-  uint64_t next_send_ns() const { return limited_ ? next_send_ : 0; }
+  uint64_t next_send_ns() const { return limited_ || p_.pace_at_line_rate ? next_send_ : 0; }
 
   bool limited() const { return limited_; }
   double rate_bps() const { return rc_; }

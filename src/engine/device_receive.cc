@@ -145,15 +145,15 @@ uint64_t Device::next_timer_ns() const { return impl_->core.timer_hint; }
 
 void Device::on_timer() {
   Impl& d = *impl_;
-  uint64_t cc = UINT64_MAX;  // congestion control: pacer and DCQCN timers (congestion.h)
   for (auto& [qpn, qp] : d.qps) {
     completer_on_timer(d.core, *qp);
-    cc = std::min(cc, cc_on_timer(d.core, *qp));
+    cc_on_timer(d.core, *qp);  // the pacer and DCQCN (congestion.h)
   }
   d.finish();
   // The exact next deadline, now that the due timers have run (and re-armed).
-  uint64_t t = std::min(cc, d.core.fire_due_cq_events());
+  uint64_t t = d.core.fire_due_cq_events();
   for (auto& [qpn, qp] : d.qps) {
+    t = std::min(t, cc_deadline(*qp));
     if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);
     if (qp->req.rnr_deadline != 0) t = std::min(t, qp->req.rnr_deadline);
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -83,6 +84,7 @@ struct ConnectOptions {
   uint32_t a_psn = 100, b_psn = 5000;
   uint8_t timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 1;
   uint8_t max_rd_atomic = 16;
+  uint8_t traffic_class = 0;
   uint32_t access = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
 };
 
@@ -93,13 +95,15 @@ class Fabric {
   transport::LoopWire& wire() { return wire_; }
   transport::VirtualClock& clock() { return wire_.clock(); }
 
-  Node& add_node(uint8_t ip_last) {
+  // tweak: changes to the default DeviceConfig (congestion control parameters, ...).
+  Node& add_node(uint8_t ip_last, const std::function<void(DeviceConfig&)>& tweak = {}) {
     auto n = std::make_unique<Node>();
     std::array<uint8_t, 16> addr{10, 0, 0, ip_last};
     n->port = &wire_.add_port(addr);
     n->gid.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, ip_last};
     DeviceConfig cfg;
     cfg.gid = n->gid;
+    if (tweak) tweak(cfg);
     n->dev = std::make_unique<Device>(cfg, *n->port, wire_.clock(), n->memory, n->sink);
     Device* dev = n->dev.get();
     n->port->set_receiver([dev](std::span<const WirePacket> b) { dev->receive(b); });
@@ -130,6 +134,7 @@ class Fabric {
     a.max_dest_rd_atomic = o.max_rd_atomic;
     a.min_rnr_timer = o.min_rnr_timer;
     a.ah.dgid = dgid;
+    a.ah.traffic_class = o.traffic_class;
     ASSERT_EQ(n.dev->modify_qp(qp, a,
                                kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
                                    kAttrMaxDestRdAtomic | kAttrMinRnrTimer),

@@ -56,6 +56,10 @@ void LoopWire::enqueue(const engine::WirePacket& pkt) {
   f.to = to->index_;
   f.ip = pkt.ip;
   f.tos = pkt.tos;
+  if ((f.tos & 0x3) != 0 && ce_ && ce_(pkt)) {
+    f.tos |= 0x3;
+    ++stats_.ce_marked;
+  }
   f.bytes.assign(pkt.data.begin(), pkt.data.end());
   f.due = clock_.now_ns();
   if (chance(faults_.corrupt) && !f.bytes.empty()) {

@@ -34,7 +34,7 @@ struct Faults {
 
 struct LoopStats {
   uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0,
-           delayed = 0, unroutable = 0;
+           delayed = 0, unroutable = 0, ce_marked = 0;
 };
 
 class LoopWire;
@@ -76,6 +76,9 @@ class LoopWire {
   // Called for every packet sent, before the faults: returning true drops it (counted as
   // lost). For tests that remove one chosen packet.
   void set_drop_filter(std::function<bool(const engine::WirePacket&)> f) { drop_ = std::move(f); }
+  // Called for every ECN-capable packet sent (ECT(0) or ECT(1)): returning true marks it CE,
+  // as a switch whose queue is long would (RFC 3168 6.1.1.1); Not-ECT packets are left alone.
+  void set_ce_marker(std::function<bool(const engine::WirePacket&)> f) { ce_ = std::move(f); }
 
   // Delivers the first deliverable packet and the packets right behind it for the same
   // port (one receive batch); false if nothing is deliverable at the current time.
@@ -111,6 +114,7 @@ class LoopWire {
   std::deque<Frame> queue_;
   std::function<void(const engine::WirePacket&)> tap_;
   std::function<bool(const engine::WirePacket&)> drop_;
+  std::function<bool(const engine::WirePacket&)> ce_;
 };
 
 }  // namespace vrnic::transport
