@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "engine/counters.h"
 #include "engine/dcqcn.h"
@@ -41,6 +42,13 @@ struct DeviceConfig {
   uint32_t send_window_bytes = 256 * 1024;
   // Congestion control: ECT(0) on data packets, CNPs for CE-marked ones, DCQCN per QP.
   DcqcnParams cc;
+};
+
+// The reaction point of one QP that has received a CNP (Device::qp_rates).
+struct QpRate {
+  uint32_t qpn = 0;
+  bool limited = false;  // false: back at line rate, the limiter released
+  double rate_bps = 0, target_bps = 0, alpha = 0;
 };
 
 struct MrInfo {
@@ -148,6 +156,8 @@ class Device {
   // True if any QP has packets it wants to send but is window-limited or has work queued
   // (the runtime keeps servicing the device while this holds).
   bool has_pending_tx() const;
+  // The DCQCN state of every QP that has had a CNP (congestion.h), for the stats.
+  void qp_rates(std::vector<QpRate>& out) const;
 
   // Direct mode (DeviceConfig::direct). While held, engine calls leave the copies they
   // submit queued, so a burst of posts is copied in few system calls; direct_flush (and any

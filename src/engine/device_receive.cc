@@ -164,6 +164,15 @@ void Device::set_direct_hold(bool hold) { impl_->core.direct_hold = hold; }
 void Device::direct_flush() { impl_->drain_direct(); }
 bool Device::direct_queued() const { return !impl_->core.direct_ops.empty(); }
 
+void Device::qp_rates(std::vector<QpRate>& out) const {
+  out.clear();
+  for (auto& [qpn, qp] : impl_->qps) {
+    const Dcqcn* rp = qp->cc.rp.get();
+    if (rp == nullptr) continue;
+    out.push_back({qpn, rp->limited(), rp->rate_bps(), rp->target_bps(), rp->alpha()});
+  }
+}
+
 bool Device::has_pending_tx() const {
   if (!impl_->core.direct_ops.empty()) return true;
   for (auto& [qpn, qp] : impl_->qps)

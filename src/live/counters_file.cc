@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -45,7 +47,8 @@ int CountersFile::create(const std::string& device, const std::string& ip,
   for (const char* n : kCounterNames) names.append(n).push_back('\0');
   const size_t counters_offset = sizeof(CountersFileHeader);
   const size_t names_offset = counters_offset + sizeof(engine::Counters);
-  const size_t size = names_offset + names.size();
+  const size_t rates_offset = (names_offset + names.size() + 7) & ~size_t{7};
+  const size_t size = rates_offset + kCountersRates * sizeof(CountersRate);
 
   std::string path = counters_path(getpid(), device);
   int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -73,6 +76,8 @@ int CountersFile::create(const std::string& device, const std::string& ip,
   h->names_bytes = static_cast<uint32_t>(names.size());
   h->pid = getpid();
   h->proc_start_ticks = process_start_ticks(h->pid);
+  h->rates_offset = static_cast<uint32_t>(rates_offset);
+  h->rates_capacity = kCountersRates;
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   h->start_realtime_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
@@ -88,6 +93,15 @@ int CountersFile::create(const std::string& device, const std::string& ip,
   size_ = size;
   path_ = std::move(path);
   return 0;
+}
+
+void CountersFile::set_rates(std::span<const engine::QpRate> rates) {
+  if (!map_) return;
+  auto* h = static_cast<CountersFileHeader*>(map_);
+  auto* table = reinterpret_cast<CountersRate*>(static_cast<char*>(map_) + h->rates_offset);
+  const uint32_t n = static_cast<uint32_t>(std::min<size_t>(rates.size(), kCountersRates));
+  for (uint32_t i = 0; i < n; ++i) table[i] = to_counters_rate(rates[i]);
+  __atomic_store_n(&h->rates_count, n, __ATOMIC_RELEASE);
 }
 
 void CountersFile::unlink_file() {
@@ -142,6 +156,14 @@ bool read_counters_file(const std::string& path, CountersSnapshot& out) {
                                 __atomic_load_n(&values[i], __ATOMIC_RELAXED));
       name += len + 1;
     }
+    out.rates.clear();
+    const uint32_t n = std::min(__atomic_load_n(&h->rates_count, __ATOMIC_ACQUIRE),
+                                h->rates_capacity);
+    if (h->rates_offset != 0 && h->rates_offset % 8 == 0 &&
+        h->rates_offset + uint64_t{h->rates_capacity} * sizeof(CountersRate) <= size) {
+      const auto* table = reinterpret_cast<const CountersRate*>(base + h->rates_offset);
+      out.rates.assign(table, table + n);
+    }
   }
   munmap(map, size);
   return ok;
@@ -181,6 +203,22 @@ uint64_t process_start_ticks(pid_t pid) {
   if (!p) return 0;
   for (int field = 2; field < 22 && p; ++field) p = std::strchr(p + 1, ' ');
   return p ? std::strtoull(p + 1, nullptr, 10) : 0;
+}
+
+CountersRate to_counters_rate(const engine::QpRate& r) {
+  return {r.qpn, r.limited ? 1u : 0u, r.rate_bps, r.target_bps, r.alpha};
+}
+
+std::string format_rates(std::span<const CountersRate> rates) {
+  std::string text;
+  char line[160];
+  for (const CountersRate& r : rates) {
+    std::snprintf(line, sizeof line, "qp 0x%06x rate %.1f Mb/s target %.1f Mb/s alpha %.4f%s\n",
+                  r.qpn, r.rate_bps / 1e6, r.target_bps / 1e6, r.alpha,
+                  r.limited ? "" : " (released)");
+    text += line;
+  }
+  return text;
 }
 
 std::string format_nonzero(const engine::Counters& c) {

@@ -10,11 +10,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/counters.h"
+#include "engine/device.h"
 
 namespace vrnic::live {
 
@@ -37,9 +39,21 @@ struct CountersFileHeader {
   char ip[48];                 // "127.0.0.2" or an IPv6 literal
   char program[64];            // the program's short name
   uint64_t proc_start_ticks;   // the writer's start, /proc/<pid>/stat field 22 (0: unknown)
-  char reserved[256 - 48 - 16 - 48 - 64 - 8];
+  uint32_t rates_offset;       // the QP rate table (CountersRate entries); 0: none
+  uint32_t rates_capacity;
+  uint32_t rates_count;        // entries in use, written after them
+  char reserved[256 - 48 - 16 - 48 - 64 - 8 - 12];
 };
 static_assert(sizeof(CountersFileHeader) == 256);
+
+// One QP's DCQCN state in the counters file.
+struct CountersRate {
+  uint32_t qpn;
+  uint32_t limited;  // 1: rate limited; 0: back at line rate
+  double rate_bps, target_bps, alpha;
+};
+static_assert(sizeof(CountersRate) == 32);
+inline constexpr uint32_t kCountersRates = 64;
 
 // "/dev/shm/vrnic.<pid>.<device>"
 std::string counters_path(pid_t pid, const std::string& device);
@@ -55,6 +69,8 @@ class CountersFile {
   // Returns 0 or an errno value (then counters() is null and the device counts privately).
   int create(const std::string& device, const std::string& ip, const std::string& program);
   engine::Counters* counters() const { return counters_; }
+  // Publishes the QPs' rates (the first kCountersRates of them).
+  void set_rates(std::span<const engine::QpRate> rates);
   const std::string& path() const { return path_; }
   // Unlinks the file; the mapping stays valid (the engine may still count into it).
   void unlink_file();
@@ -76,6 +92,7 @@ struct CountersSnapshot {
   uint64_t start_realtime_ns = 0;
   uint64_t proc_start_ticks = 0;
   std::vector<std::pair<std::string, uint64_t>> counters;
+  std::vector<CountersRate> rates;
 };
 
 // Reads one counters file; false if it is not a valid one.
@@ -86,6 +103,10 @@ std::vector<CountersSnapshot> read_all_counters(pid_t only_pid = 0);
 
 // A process's start in clock ticks since boot (/proc/<pid>/stat field 22); 0 if unreadable.
 uint64_t process_start_ticks(pid_t pid);
+
+CountersRate to_counters_rate(const engine::QpRate& r);
+// "qp 0x000013 rate 9876.5 Mb/s target 12000.0 Mb/s alpha 0.0312" lines, one per QP.
+std::string format_rates(std::span<const CountersRate> rates);
 
 // Nonzero counters as "name value" lines.
 std::string format_nonzero(const engine::Counters& c);

@@ -107,6 +107,31 @@ TEST(ProcessStartTicks, own_pid__matches_file_header_and_dead_pid__zero) {
   EXPECT_EQ(process_start_ticks(child), 0u);
 }
 
+TEST(CountersFile, rates__published_and_read_back_with_their_text) {
+  CountersFile f;
+  ASSERT_EQ(f.create("vrnicrates", "127.0.0.14", "rates"), 0);
+  CountersSnapshot s;
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  EXPECT_TRUE(s.rates.empty());
+  std::vector<engine::QpRate> rates = {{0x13, true, 9876.5e6, 12000e6, 0.03125},
+                                       {0x14, false, 25000e6, 25000e6, 0}};
+  f.set_rates(rates);
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  ASSERT_EQ(s.rates.size(), 2u);
+  EXPECT_EQ(s.rates[0].qpn, 0x13u);
+  EXPECT_EQ(s.rates[0].limited, 1u);
+  EXPECT_EQ(s.rates[0].rate_bps, 9876.5e6);
+  EXPECT_EQ(s.rates[1].limited, 0u);
+  EXPECT_EQ(format_rates(s.rates),
+            "qp 0x000013 rate 9876.5 Mb/s target 12000.0 Mb/s alpha 0.0312\n"
+            "qp 0x000014 rate 25000.0 Mb/s target 25000.0 Mb/s alpha 0.0000 (released)\n");
+  // More QPs than the table holds: the first kCountersRates are shown.
+  rates.assign(100, {7, true, 1e9, 1e9, 0.5});
+  f.set_rates(rates);
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  EXPECT_EQ(s.rates.size(), kCountersRates);
+}
+
 TEST(FormatNonzero, format_nonzero__prints_only_nonzero_in_order) {
   engine::Counters c;
   c.rx_packets = 5;

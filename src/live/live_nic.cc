@@ -5,6 +5,7 @@
 // engine in the order the socket delivered them, whichever thread receives them). mu_ is
 // never held across a blocking call: the progress thread sleeps in ppoll() without it.
 // g_mu guards the singleton pointer and its reference count; it is taken before mu_.
+#include "live/cc_config.h"
 #include "live/live_nic.h"
 
 #include <errno.h>
@@ -105,6 +106,11 @@ struct LiveNic::Impl {
   std::unique_ptr<DirectWindow> direct;  // VRNIC_DIRECT=1 (outlives the engine)
   std::unique_ptr<engine::Device> device;
   CountersFile counters_file;
+  // The QPs' DCQCN rates, published in the counters file at most every kRatesPeriodNs once
+  // a CNP has been handled (`vrnic stats` shows them).
+  std::vector<engine::QpRate> rates;
+  uint64_t rates_ns = 0;
+  void publish_rates_locked(uint64_t now);
   transport::RecvBatch batch;  // used only under mu_
   int kick_fd = -1;
   pid_t owner_pid = 0;
@@ -228,6 +234,14 @@ bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
 
 }  // namespace
 
+void LiveNic::Impl::publish_rates_locked(uint64_t now) {
+  constexpr uint64_t kRatesPeriodNs = 1000000;
+  if (nic->device_->counters().rp_cnp_handled == 0 || now - rates_ns < kRatesPeriodNs) return;
+  rates_ns = now;
+  nic->device_->qp_rates(rates);
+  counters_file.set_rates(rates);
+}
+
 int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   const uint64_t t = monotonic_ns();
   last_app_ns_.store(t, std::memory_order_relaxed);  // keeps the progress thread off the lock
@@ -239,6 +253,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   if (got == 0) {
     // Busy-polling programs make progress here without waiting for the thread.
     service_locked(*impl_->port, impl_->batch, *device_, impl_->clock, 1, false);
+    impl_->publish_rates_locked(t);
     got = device_->poll_cq(cq, out, n);
   }
   if (got == 0) {
@@ -304,6 +319,7 @@ void LiveNic::Impl::progress_loop() {
       std::lock_guard<DeviceMutex> g(nic->mu_);
       if (stop.load(std::memory_order_relaxed)) break;
       more = service_locked(*port, batch, device, clock, kBatchesPerHold);
+      publish_rates_locked(clock.now_ns());
       if (batch.datagrams() > 0) wire_quiet.store(false, std::memory_order_relaxed);
       deadline = device.next_timer_ns();
       // Work the engine holds back (window, pacing) without a timer: look again soon.
@@ -376,6 +392,13 @@ int LiveNic::Impl::start() {
       static_cast<uint32_t>(std::clamp(port->granted_rcvbuf() / 4, 0, 1 << 20));
   if (const char* w = std::getenv("VRNIC_SEND_WINDOW_KB"); w && *w)
     config.send_window_bytes = static_cast<uint32_t>(std::strtoul(w, nullptr, 10) * 1024);
+  if (const char* cc = std::getenv("VRNIC_CC"); cc && *cc) {
+    std::string why;
+    if (!parse_cc_spec(cc, config.cc, why)) {
+      transport::error_log("VRNIC_CC: %s", why.c_str());
+      return EINVAL;
+    }
+  }
   const char* prog = program_invocation_short_name;
   if (int e = counters_file.create(name, ip_string, prog ? prog : "?"); e != 0)
     transport::debug_log("no counters file (%s): counting privately", std::strerror(e));
@@ -447,6 +470,10 @@ void LiveNic::Impl::finish() {
     if (ps.rx_truncated) text += "udp_rx_truncated " + std::to_string(ps.rx_truncated) + "\n";
     if (ps.rx_fault_dropped)
       text += "udp_rx_fault_dropped " + std::to_string(ps.rx_fault_dropped) + "\n";
+    nic->device_->qp_rates(rates);
+    std::vector<CountersRate> shown;
+    for (const engine::QpRate& r : rates) shown.push_back(to_counters_rate(r));
+    text += format_rates(shown);
     const char* prog = program_invocation_short_name;
     std::fprintf(stderr, "vrnic: %s %s (%s, pid %d) counters:\n%s", name.c_str(),
                  ip_string.c_str(), prog ? prog : "?", static_cast<int>(getpid()), text.c_str());

@@ -23,6 +23,8 @@ int cmd_stats(const StatsOptions& o) {
                 s.device.c_str(), s.ip.c_str());
     for (const auto& [name, value] : s.counters)
       if (o.all || value != 0) std::printf("%s %llu\n", name.c_str(), (unsigned long long)value);
+    // DCQCN: the rate of each QP that has had a CNP (docs/live.md "Congestion control").
+    std::fputs(live::format_rates(s.rates).c_str(), stdout);
   }
   return 0;
 }
