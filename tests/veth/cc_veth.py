@@ -21,14 +21,13 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../faults"))
 from faults_common import counters  # noqa: E402
-from veth_wire import Skipped, VethPair  # noqa: E402
+from veth_wire import VethPair, run_case  # noqa: E402
 
 BW_ROW = re.compile(r"^\s*65536\s+(\d+)\s+[\d.]+\s+([\d.]+)", re.M)
 RATE = re.compile(r"^qp 0x([0-9a-f]+) rate ([\d.]+) Mb/s target ([\d.]+) Mb/s alpha ([\d.]+)"
@@ -219,19 +218,8 @@ def main():
     ap.add_argument("case", choices=["cc_mark10"])
     a = ap.parse_args()
     vrnic = os.path.join(os.path.abspath(a.bin), "vrnic")
-    try:
-        for tool in ("ip", "ethtool", "nft", "dumpcap", "tshark", "ib_write_bw"):
-            if subprocess.run(["which", tool], capture_output=True).returncode:
-                raise Skipped(f"'{tool}' is not installed")
-        with VethPair(1500) as veth, tempfile.TemporaryDirectory() as tmp:
-            problems = case_mark10(veth, vrnic, tmp)
-    except Skipped as e:
-        print(f"SKIPPED: {e}")
-        return 77
-    for p in problems:
-        print(f"FAIL: {p}")
-    print(f"== {a.case}: {'FAIL' if problems else 'PASS'}")
-    return 1 if problems else 0
+    return run_case(a.case, 1500, ("ip", "ethtool", "nft", "dumpcap", "tshark", "ib_write_bw"),
+                    lambda veth, tmp: case_mark10(veth, vrnic, tmp))
 
 
 if __name__ == "__main__":

@@ -227,21 +227,29 @@ def main():
     a = ap.parse_args()
     vrnic = os.path.join(os.path.abspath(a.bin), "vrnic")
     kind, mtu = a.case.rsplit("_mtu", 1)
+
+    def body(veth, tmp):
+        if kind.startswith("fi_"):
+            return case_fi(veth, vrnic, tmp, kind[3:])
+        return (case_icrc if kind == "icrc" else case_data)(veth, vrnic, tmp)
+    return run_case(a.case, int(mtu), ("ip", "ethtool", "dumpcap", "ib_write_bw"), body)
+
+
+def run_case(name, mtu, tools, body):
+    """Runs body(veth, tmp) on a fresh VethPair; prints the problems it returns. Exit status:
+    0 pass, 1 fail, 77 skipped (a tool missing, not root, no namespaces)."""
     try:
-        for tool in ("ip", "ethtool", "dumpcap", "ib_write_bw"):
+        for tool in tools:
             if subprocess.run(["which", tool], capture_output=True).returncode:
                 raise Skipped(f"'{tool}' is not installed")
-        with VethPair(int(mtu)) as veth, tempfile.TemporaryDirectory() as tmp:
-            if kind.startswith("fi_"):
-                problems = case_fi(veth, vrnic, tmp, kind[3:])
-            else:
-                problems = (case_icrc if kind == "icrc" else case_data)(veth, vrnic, tmp)
+        with VethPair(mtu) as veth, tempfile.TemporaryDirectory() as tmp:
+            problems = body(veth, tmp)
     except Skipped as e:
         print(f"SKIPPED: {e}")
         return 77
     for p in problems:
         print(f"FAIL: {p}")
-    print(f"== {a.case}: {'FAIL' if problems else 'PASS'}")
+    print(f"== {name}: {'FAIL' if problems else 'PASS'}")
     return 1 if problems else 0
 
 
