@@ -39,6 +39,10 @@ void fill_ops(Context* c) {
   c->vctx.create_qp_ex = op_create_qp_ex;
   c->vctx.create_cq_ex = op_create_cq_ex;
   c->vctx.query_rt_values = op_query_rt_values;
+  c->vctx.open_xrcd = op_open_xrcd;
+  c->vctx.close_xrcd = op_close_xrcd;
+  c->vctx.create_srq_ex = op_create_srq_ex;
+  c->vctx.get_srq_num = op_get_srq_num;
   // open_xrcd, create_flow, modify_cq... stay null for the same reason.
 }
 

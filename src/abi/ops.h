@@ -32,6 +32,13 @@ void free_qp_ex(Qp* qp);  // ibv_destroy_qp: the ibv_wr_* state, if any
 ibv_cq_ex* op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);
 int op_query_rt_values(ibv_context* context, ibv_values_ex* values);
 
+// XRC (xrc.cc).
+ibv_xrcd* op_open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr);
+int op_close_xrcd(ibv_xrcd* xrcd);
+ibv_srq* op_create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
+int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+ibv_qp* create_xrc_tgt_qp(ibv_context* context, ibv_qp_init_attr_ex* attr);  // create_qp_ex
+
 // Called by the live NIC with its lock held (see live::LiveNicCallbacks).
 void on_cq_event(engine::Cq* cq, void* cq_user_context);
 void on_async_event(const engine::AsyncEvent& ev);

@@ -16,11 +16,14 @@ vrnic::live::LiveNic* nic_of(ibv_qp* qp) { return to_context(qp->context)->nic; 
 }  // namespace
 
 VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
+  if (attr->qp_type == IBV_QPT_XRC_RECV) return fail_null<ibv_qp>(EINVAL);  // no XRCD here
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-      attr->qp_type != IBV_QPT_UD) {
+      attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_XRC_SEND) {
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
-  if (!attr->send_cq || !attr->recv_cq) return fail_null<ibv_qp>(EINVAL);
+  // An XRC initiator has no receive side: its recv_cq is not needed (and not used).
+  const bool ini = attr->qp_type == IBV_QPT_XRC_SEND;
+  if (!attr->send_cq || (!attr->recv_cq && !ini)) return fail_null<ibv_qp>(EINVAL);
   auto* qp = new (std::nothrow) Qp{};
   if (!qp) return fail_null<ibv_qp>(ENOMEM);
 
@@ -28,7 +31,7 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
   init.type = vrnic::engine::QpType(attr->qp_type);
   init.pd = to_pd(ibv_pd)->pd;
   init.send_cq = to_cq(attr->send_cq)->cq;
-  init.recv_cq = to_cq(attr->recv_cq)->cq;
+  init.recv_cq = attr->recv_cq ? to_cq(attr->recv_cq)->cq : nullptr;
   init.srq = attr->srq ? to_srq(attr->srq)->srq : nullptr;
   init.cap = to_engine_qp_cap(attr->cap);
   init.sq_sig_all = attr->sq_sig_all != 0;
@@ -50,8 +53,8 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
   q.qp_context = attr->qp_context;
   q.pd = ibv_pd;
   q.send_cq = attr->send_cq;
-  q.recv_cq = attr->recv_cq;
-  q.srq = attr->srq;
+  q.recv_cq = ini ? nullptr : attr->recv_cq;
+  q.srq = ini ? nullptr : attr->srq;
   q.qp_num = qpn;
   q.state = IBV_QPS_RESET;
   q.qp_type = attr->qp_type;

@@ -57,7 +57,7 @@ void enter_err(Core& c, Qp& qp) {
   qp.resp.op = ResponderState::Op::kNone;
   c.flush_queues(qp);
   // A QP on an SRQ takes no more of its WQEs from now on (IBA 11.6.3, last WQE reached).
-  if (qp.srq != nullptr) c.async_event(AsyncEventType::kQpLastWqeReached, qp.user_context);
+  if (qp.srq != nullptr && qp.type != QpType::kXrcTgt) c.async_event(AsyncEventType::kQpLastWqeReached, qp.user_context);
 }
 
 }  // namespace

@@ -1,0 +1,139 @@
+// XRC verbs: ibv_open_xrcd / ibv_close_xrcd, ibv_create_srq_ex (IBV_SRQT_XRC), ibv_get_srq_num
+// and the XRC target QP of ibv_create_qp_ex (IBV_QPT_XRC_RECV), as verbs_context ops.
+#include <fcntl.h>
+
+#include <new>
+
+#include "abi/convert.h"
+#include "abi/objects.h"
+#include "abi/ops.h"
+#include "live/live_nic.h"
+
+using namespace vrnic::abi;
+using vrnic::engine::Device;
+
+namespace {
+
+struct Xrcd {
+  ibv_xrcd ibv;
+  vrnic::engine::Xrcd* xrcd = nullptr;
+};
+Xrcd* to_xrcd(ibv_xrcd* x) { return reinterpret_cast<Xrcd*>(x); }
+
+vrnic::live::LiveNic* nic_of(ibv_context* c) { return to_context(c)->nic; }
+
+void init_srq(ibv_srq& s, ibv_context* context, const ibv_srq_init_attr_ex& a) {
+  s.context = context;
+  s.srq_context = a.srq_context;
+  s.pd = a.pd;
+  s.handle = 0;
+  s.events_completed = 0;
+  pthread_mutex_init(&s.mutex, nullptr);
+  pthread_cond_init(&s.cond, nullptr);
+}
+
+}  // namespace
+
+// The kernel's rules (uverbs open_xrcd): FD and OFLAGS must be given; fd -1 asks for a new
+// domain of this process and needs O_CREAT; only O_CREAT / O_EXCL are flags. A domain shared
+// through a file (fd != -1, across processes, with ibv_open_qp) is not offered: EOPNOTSUPP.
+ibv_xrcd* vrnic::abi::op_open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr) {
+  if (!attr) return fail_null<ibv_xrcd>(EINVAL);
+  if (attr->comp_mask >= IBV_XRCD_INIT_ATTR_RESERVED) return fail_null<ibv_xrcd>(EOPNOTSUPP);
+  if (!(attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) || !(attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS))
+    return fail_null<ibv_xrcd>(EINVAL);
+  if (attr->oflags & ~(O_CREAT | O_EXCL)) return fail_null<ibv_xrcd>(EINVAL);
+  if (attr->fd != -1) return fail_null<ibv_xrcd>(EOPNOTSUPP);
+  if (!(attr->oflags & O_CREAT)) return fail_null<ibv_xrcd>(EINVAL);
+  auto* x = new (std::nothrow) Xrcd{};
+  if (!x) return fail_null<ibv_xrcd>(ENOMEM);
+  x->xrcd = nic_of(context)->locked([](Device& d) { return d.open_xrcd(); });
+  x->ibv.context = context;
+  return &x->ibv;
+}
+
+int vrnic::abi::op_close_xrcd(ibv_xrcd* ibv) {
+  if (!ibv) return EINVAL;
+  Xrcd* x = to_xrcd(ibv);
+  const int err = nic_of(ibv->context)->locked([&](Device& d) { return d.close_xrcd(x->xrcd); });
+  if (err) return err;
+  delete x;
+  return 0;
+}
+
+// Basic SRQs come here only with comp_mask bits beyond PD and TYPE (rdma-core's inline
+// ibv_create_srq_ex sends the plain ones to ibv_create_srq); XRCD and CQ mean nothing to them.
+ibv_srq* vrnic::abi::op_create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* a) {
+  constexpr uint32_t kKnown = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+                              IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  if (!a) return fail_null<ibv_srq>(EINVAL);
+  if (a->comp_mask & ~kKnown) return fail_null<ibv_srq>(EOPNOTSUPP);  // tag matching
+  const ibv_srq_type type = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) ? a->srq_type : IBV_SRQT_BASIC;
+  if (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC) return fail_null<ibv_srq>(EOPNOTSUPP);
+  if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !a->pd || a->pd->context != context)
+    return fail_null<ibv_srq>(EINVAL);
+  if (type == IBV_SRQT_BASIC) {
+    ibv_srq_init_attr basic{a->srq_context, a->attr};
+    ibv_srq* s = ibv_create_srq(a->pd, &basic);
+    if (s) a->attr = basic.attr;
+    return s;
+  }
+  const uint32_t kNeed = IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  if ((a->comp_mask & kNeed) != kNeed || !a->xrcd || !a->cq) return fail_null<ibv_srq>(EINVAL);
+  auto* srq = new (std::nothrow) Srq{};
+  if (!srq) return fail_null<ibv_srq>(ENOMEM);
+  Device::SrqAttr attr{a->attr.max_wr, a->attr.max_sge, a->attr.srq_limit};
+  int err = 0;
+  srq->srq = nic_of(context)->locked([&](Device& d) {
+    return d.create_xrc_srq(to_pd(a->pd)->pd, to_xrcd(a->xrcd)->xrcd, to_cq(a->cq)->cq, attr,
+                            &srq->ibv, err);
+  });
+  if (!srq->srq) {
+    delete srq;
+    return fail_null<ibv_srq>(err ? err : ENOMEM);
+  }
+  a->attr.max_wr = attr.max_wr;
+  a->attr.max_sge = attr.max_sge;
+  init_srq(srq->ibv, context, *a);
+  return &srq->ibv;
+}
+
+int vrnic::abi::op_get_srq_num(ibv_srq* ibv, uint32_t* srq_num) {
+  if (!ibv || !srq_num) return EINVAL;
+  Srq* srq = to_srq(ibv);
+  return nic_of(ibv->context)->locked([&](Device& d) { return d.srq_num(srq->srq, *srq_num); });
+}
+
+// An XRC target QP: no PD, CQs or work queues of its own (IBA 10.2.10; mlx5 ignores them).
+ibv_qp* vrnic::abi::create_xrc_tgt_qp(ibv_context* context, ibv_qp_init_attr_ex* attr) {
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd ||
+      attr->xrcd->context != context)
+    return fail_null<ibv_qp>(EINVAL);
+  auto* qp = new (std::nothrow) Qp{};
+  if (!qp) return fail_null<ibv_qp>(ENOMEM);
+  vrnic::engine::QpInitAttr init;
+  init.type = vrnic::engine::QpType::kXrcTgt;
+  init.xrcd = to_xrcd(attr->xrcd)->xrcd;
+  init.user_context = &qp->ibv;  // comes back in async events
+  int err = 0;
+  uint32_t qpn = 0;
+  qp->qp = nic_of(context)->locked([&](Device& d) {
+    vrnic::engine::Qp* q = d.create_qp(init, err);
+    if (q) qpn = d.qp_num(q);
+    return q;
+  });
+  if (!qp->qp) {
+    delete qp;
+    return fail_null<ibv_qp>(err ? err : ENOMEM);
+  }
+  attr->cap = ibv_qp_cap{};
+  ibv_qp& q = qp->ibv;
+  q.context = context;
+  q.qp_context = attr->qp_context;
+  q.qp_num = qpn;
+  q.state = IBV_QPS_RESET;
+  q.qp_type = IBV_QPT_XRC_RECV;
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+  return &q;
+}
