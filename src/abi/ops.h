@@ -27,6 +27,10 @@ int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* in
 
 // The extended verbs (qp_ex.cc, cq_ex.cc).
 struct Qp;
+// Makes qp's engine QP (init.user_context: qp) and fills the ibv_qp fields every QP type has;
+// 0 or the errno (qp.cc).
+int make_qp(ibv_context* context, Qp* qp, engine::QpInitAttr& init, void* qp_context,
+            ibv_qp_type type);
 ibv_qp* op_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
 void free_qp_ex(Qp* qp);  // ibv_destroy_qp: the ibv_wr_* state, if any
 ibv_cq_ex* op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex* attr);

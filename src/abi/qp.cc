@@ -35,32 +35,39 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
   init.srq = attr->srq ? to_srq(attr->srq)->srq : nullptr;
   init.cap = to_engine_qp_cap(attr->cap);
   init.sq_sig_all = attr->sq_sig_all != 0;
-  init.user_context = &qp->ibv;  // comes back in async events
-  int err = 0;
-  uint32_t qpn = 0;
-  qp->qp = to_context(ibv_pd->context)->nic->locked([&](Device& d) {
-    vrnic::engine::Qp* q = d.create_qp(init, err);
-    if (q) qpn = d.qp_num(q);
-    return q;
-  });
-  if (!qp->qp) {
+  if (int err = make_qp(ibv_pd->context, qp, init, attr->qp_context, attr->qp_type)) {
     delete qp;
-    return fail_null<ibv_qp>(err ? err : ENOMEM);
+    return fail_null<ibv_qp>(err);
   }
   to_ibv_qp_cap(init.cap, attr->cap);
   ibv_qp& q = qp->ibv;
-  q.context = ibv_pd->context;
-  q.qp_context = attr->qp_context;
   q.pd = ibv_pd;
   q.send_cq = attr->send_cq;
   q.recv_cq = ini ? nullptr : attr->recv_cq;
   q.srq = ini ? nullptr : attr->srq;
+  return &q;
+}
+
+int vrnic::abi::make_qp(ibv_context* context, Qp* qp, vrnic::engine::QpInitAttr& init,
+                        void* qp_context, ibv_qp_type type) {
+  init.user_context = &qp->ibv;  // comes back in async events
+  int err = 0;
+  uint32_t qpn = 0;
+  qp->qp = to_context(context)->nic->locked([&](Device& d) {
+    vrnic::engine::Qp* q = d.create_qp(init, err);
+    if (q) qpn = d.qp_num(q);
+    return q;
+  });
+  if (!qp->qp) return err ? err : ENOMEM;
+  ibv_qp& q = qp->ibv;
+  q.context = context;
+  q.qp_context = qp_context;
   q.qp_num = qpn;
   q.state = IBV_QPS_RESET;
-  q.qp_type = attr->qp_type;
+  q.qp_type = type;
   pthread_mutex_init(&q.mutex, nullptr);
   pthread_cond_init(&q.cond, nullptr);
-  return &q;
+  return 0;
 }
 
 VRNIC_EXPORT int ibv_modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int attr_mask) {

@@ -114,26 +114,10 @@ ibv_qp* vrnic::abi::create_xrc_tgt_qp(ibv_context* context, ibv_qp_init_attr_ex*
   vrnic::engine::QpInitAttr init;
   init.type = vrnic::engine::QpType::kXrcTgt;
   init.xrcd = to_xrcd(attr->xrcd)->xrcd;
-  init.user_context = &qp->ibv;  // comes back in async events
-  int err = 0;
-  uint32_t qpn = 0;
-  qp->qp = nic_of(context)->locked([&](Device& d) {
-    vrnic::engine::Qp* q = d.create_qp(init, err);
-    if (q) qpn = d.qp_num(q);
-    return q;
-  });
-  if (!qp->qp) {
+  if (int err = make_qp(context, qp, init, attr->qp_context, IBV_QPT_XRC_RECV)) {
     delete qp;
-    return fail_null<ibv_qp>(err ? err : ENOMEM);
+    return fail_null<ibv_qp>(err);
   }
   attr->cap = ibv_qp_cap{};
-  ibv_qp& q = qp->ibv;
-  q.context = context;
-  q.qp_context = attr->qp_context;
-  q.qp_num = qpn;
-  q.state = IBV_QPS_RESET;
-  q.qp_type = IBV_QPT_XRC_RECV;
-  pthread_mutex_init(&q.mutex, nullptr);
-  pthread_cond_init(&q.cond, nullptr);
-  return &q;
+  return &qp->ibv;
 }

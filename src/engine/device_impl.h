@@ -86,6 +86,7 @@ struct Device::Impl {
   }
   std::vector<Qp*> waking;  // wake_budget_waiters' scratch
 
+  std::unique_ptr<Qp> new_qp(Errno& err);  // device_qp.cc
   void dispatch(const WirePacket& pkt);
   void apply(Qp& qp, const QpAttr& a, uint32_t mask);
 };

@@ -11,6 +11,19 @@ namespace vrnic::engine {
 
 // --- QP -------------------------------------------------------------------------------------
 
+// A QP with the next free QPN, or ENOMEM at the device's QP limit.
+std::unique_ptr<Qp> Device::Impl::new_qp(Errno& err) {
+  if (qps.size() >= core.config.limits.max_qp) {
+    err = ENOMEM;
+    return nullptr;
+  }
+  auto qp = std::make_unique<Qp>();
+  while (qps.count(next_qpn) || next_qpn < 2) next_qpn = (next_qpn + 1) & 0xffffff;
+  qp->qpn = next_qpn;
+  next_qpn = (next_qpn + 1) & 0xffffff;
+  return qp;
+}
+
 Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   Impl& d = *impl_;
   const DeviceLimits& l = d.core.config.limits;
@@ -41,14 +54,8 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
     err = EINVAL;
     return nullptr;
   }
-  if (d.qps.size() >= l.max_qp) {
-    err = ENOMEM;
-    return nullptr;
-  }
-  auto qp = std::make_unique<Qp>();
-  while (d.qps.count(d.next_qpn) || d.next_qpn < 2) d.next_qpn = (d.next_qpn + 1) & 0xffffff;
-  qp->qpn = d.next_qpn;
-  d.next_qpn = (d.next_qpn + 1) & 0xffffff;
+  std::unique_ptr<Qp> qp = d.new_qp(err);
+  if (!qp) return nullptr;
   qp->type = init.type;
   qp->pd = init.pd;
   qp->send_cq = init.send_cq;
@@ -86,14 +93,8 @@ Qp* Device::create_xrc_tgt(QpInitAttr& init, Errno& err) {
     err = EINVAL;
     return nullptr;
   }
-  if (d.qps.size() >= d.core.config.limits.max_qp) {
-    err = ENOMEM;
-    return nullptr;
-  }
-  auto qp = std::make_unique<Qp>();
-  while (d.qps.count(d.next_qpn) || d.next_qpn < 2) d.next_qpn = (d.next_qpn + 1) & 0xffffff;
-  qp->qpn = d.next_qpn;
-  d.next_qpn = (d.next_qpn + 1) & 0xffffff;
+  std::unique_ptr<Qp> qp = d.new_qp(err);
+  if (!qp) return nullptr;
   qp->type = QpType::kXrcTgt;
   qp->xrcd = init.xrcd;
   qp->user_context = init.user_context;
