@@ -1,8 +1,12 @@
 // XRC verbs: ibv_open_xrcd / ibv_close_xrcd, ibv_create_srq_ex (IBV_SRQT_XRC), ibv_get_srq_num
 // and the XRC target QP of ibv_create_qp_ex (IBV_QPT_XRC_RECV), as verbs_context ops.
 #include <fcntl.h>
+#include <sys/stat.h>
 
+#include <map>
+#include <mutex>
 #include <new>
+#include <utility>
 
 #include "abi/convert.h"
 #include "abi/objects.h"
@@ -14,13 +18,47 @@ using vrnic::engine::Device;
 
 namespace {
 
+// A domain opened through a file: (device, inode) of the file. Every open of it returns a
+// handle of its own on the one engine domain, which is closed with the last handle.
+using FileKey = std::pair<dev_t, ino_t>;
+struct Shared {
+  vrnic::engine::Xrcd* xrcd = nullptr;
+  unsigned opens = 0;
+};
+
 struct Xrcd {
   ibv_xrcd ibv;
   vrnic::engine::Xrcd* xrcd = nullptr;
+  bool by_file = false;
+  FileKey file{};
 };
 Xrcd* to_xrcd(ibv_xrcd* x) { return reinterpret_cast<Xrcd*>(x); }
 
 vrnic::live::LiveNic* nic_of(ibv_context* c) { return to_context(c)->nic; }
+
+// Per device (one LiveNic per device in a process): the domains opened through files.
+std::mutex g_files_mu;
+std::map<std::pair<vrnic::live::LiveNic*, FileKey>, Shared> g_files;
+
+// The uverbs rules for a domain named by a file: an fd that is not open is EBADF; no domain
+// for that file yet needs O_CREAT (EAGAIN), an existing one refuses O_EXCL (EINVAL).
+int open_by_file(ibv_context* context, int fd, int oflags, Xrcd& x) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return EBADF;
+  x.by_file = true;
+  x.file = {st.st_dev, st.st_ino};
+  std::lock_guard g(g_files_mu);
+  Shared& s = g_files[{nic_of(context), x.file}];
+  if (s.opens == 0 && !(oflags & O_CREAT)) {
+    g_files.erase({nic_of(context), x.file});
+    return EAGAIN;
+  }
+  if (s.opens > 0 && (oflags & O_EXCL)) return EINVAL;
+  if (s.opens == 0) s.xrcd = nic_of(context)->locked([](Device& d) { return d.open_xrcd(); });
+  ++s.opens;
+  x.xrcd = s.xrcd;
+  return 0;
+}
 
 void init_srq(ibv_srq& s, ibv_context* context, const ibv_srq_init_attr_ex& a) {
   s.context = context;
@@ -34,29 +72,47 @@ void init_srq(ibv_srq& s, ibv_context* context, const ibv_srq_init_attr_ex& a) {
 
 }  // namespace
 
-// The kernel's rules (uverbs open_xrcd): FD and OFLAGS must be given; fd -1 asks for a new
-// domain of this process and needs O_CREAT; only O_CREAT / O_EXCL are flags. A domain shared
-// through a file (fd != -1, across processes, with ibv_open_qp) is not offered: EOPNOTSUPP.
+// The kernel's rules (uverbs open_xrcd): FD and OFLAGS must be given, only O_CREAT / O_EXCL
+// are flags; fd -1 is a new domain. A file names a domain shared by every open of that file
+// in this process (the kernel shares it between processes too; vrnic's QPs and SRQs live in
+// the process that made them, so across processes each has its own, and ibv_open_qp stays
+// EOPNOTSUPP).
 ibv_xrcd* vrnic::abi::op_open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr) {
   if (!attr) return fail_null<ibv_xrcd>(EINVAL);
   if (attr->comp_mask >= IBV_XRCD_INIT_ATTR_RESERVED) return fail_null<ibv_xrcd>(EOPNOTSUPP);
   if (!(attr->comp_mask & IBV_XRCD_INIT_ATTR_FD) || !(attr->comp_mask & IBV_XRCD_INIT_ATTR_OFLAGS))
     return fail_null<ibv_xrcd>(EINVAL);
   if (attr->oflags & ~(O_CREAT | O_EXCL)) return fail_null<ibv_xrcd>(EINVAL);
-  if (attr->fd != -1) return fail_null<ibv_xrcd>(EOPNOTSUPP);
-  if (!(attr->oflags & O_CREAT)) return fail_null<ibv_xrcd>(EINVAL);
   auto* x = new (std::nothrow) Xrcd{};
   if (!x) return fail_null<ibv_xrcd>(ENOMEM);
-  x->xrcd = nic_of(context)->locked([](Device& d) { return d.open_xrcd(); });
+  if (attr->fd == -1) {
+    x->xrcd = nic_of(context)->locked([](Device& d) { return d.open_xrcd(); });
+  } else if (int err = open_by_file(context, attr->fd, attr->oflags, *x)) {
+    delete x;
+    return fail_null<ibv_xrcd>(err);
+  }
   x->ibv.context = context;
   return &x->ibv;
 }
 
+// EBUSY while SRQs or target QPs are in the domain, once its last handle is closed.
 int vrnic::abi::op_close_xrcd(ibv_xrcd* ibv) {
   if (!ibv) return EINVAL;
   Xrcd* x = to_xrcd(ibv);
-  const int err = nic_of(ibv->context)->locked([&](Device& d) { return d.close_xrcd(x->xrcd); });
-  if (err) return err;
+  vrnic::live::LiveNic* nic = nic_of(ibv->context);
+  std::unique_lock g(g_files_mu, std::defer_lock);
+  Shared* s = nullptr;
+  if (x->by_file) {
+    g.lock();
+    s = &g_files[{nic, x->file}];
+  }
+  if (!s || s->opens == 1) {
+    const int err = nic->locked([&](Device& d) { return d.close_xrcd(x->xrcd); });
+    if (err) return err;
+    if (s) g_files.erase({nic, x->file});
+  } else {
+    --s->opens;
+  }
   delete x;
   return 0;
 }

@@ -41,13 +41,13 @@ class Xrc : public VerbsTest {
     if (xrcd_) EXPECT_EQ(ibv_close_xrcd(xrcd_), 0);
     VerbsTest::TearDown();
   }
-  ibv_srq* xrc_srq() {
+  ibv_srq* xrc_srq(ibv_xrcd* in = nullptr) {
     ibv_srq_init_attr_ex a{};
     a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
                   IBV_SRQ_INIT_ATTR_CQ;
     a.srq_type = IBV_SRQT_XRC;
     a.pd = pd_;
-    a.xrcd = xrcd_;
+    a.xrcd = in ? in : xrcd_;
     a.cq = srq_cq_;
     a.attr.max_wr = 16;
     a.attr.max_sge = 1;
@@ -56,11 +56,11 @@ class Xrc : public VerbsTest {
     if (s) srqs_.push_back(s);
     return s;
   }
-  ibv_qp* tgt() {
+  ibv_qp* tgt(ibv_xrcd* in = nullptr) {
     ibv_qp_init_attr_ex a{};
     a.qp_type = IBV_QPT_XRC_RECV;
     a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
-    a.xrcd = xrcd_;
+    a.xrcd = in ? in : xrcd_;
     ibv_qp* q = ibv_create_qp_ex(ctx_, &a);
     EXPECT_NE(q, nullptr) << errno;
     if (q) qps_.push_back(q);
@@ -79,6 +79,33 @@ class Xrc : public VerbsTest {
     EXPECT_NE(q, nullptr) << errno;
     if (q) qps_.push_back(q);
     return q;
+  }
+  ibv_xrcd* open_file(int fd, int oflags) {
+    ibv_xrcd_init_attr xa{};
+    xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    xa.fd = fd;
+    xa.oflags = oflags;
+    errno = 0;
+    return ibv_open_xrcd(ctx_, &xa);
+  }
+  // A SEND from a new initiator to a new target of `target_in`, naming `srqn`: its status.
+  int send_status(ibv_xrcd* target_in, uint32_t srqn) {
+    ibv_qp* t = tgt(target_in);
+    ibv_qp* i = ini(false);
+    if (!t || !i) return -1;
+    connect_rc(i, t->qp_num);
+    connect_rc(t, i->qp_num);
+    ibv_sge sg{reinterpret_cast<uint64_t>(buf_.data()), 16, mr_->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sg;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.qp_type.xrc.remote_srqn = srqn;
+    ibv_send_wr* bad = nullptr;
+    if (ibv_post_send(i, &wr, &bad) != 0) return -1;
+    auto sent = poll(send_cq_, 1);
+    return sent.size() == 1 ? sent[0].status : -1;
   }
   std::vector<ibv_wc> poll(ibv_cq* cq, int n) {
     std::vector<ibv_wc> out;
@@ -158,23 +185,37 @@ TEST_F(Xrc, post_send__remote_srqn_and_wr_set_xrc_srqn_reach_the_named_srq) {
 }
 
 TEST_F(Xrc, post_send__unknown_srqn_completes_with_remote_invalid_request) {
-  ibv_qp* t = tgt();
-  ibv_qp* i = ini(false);
-  ASSERT_TRUE(t && i);
-  connect_rc(i, t->qp_num);
-  connect_rc(t, i->qp_num);
-  ibv_sge sg{reinterpret_cast<uint64_t>(buf_.data()), 16, mr_->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sg;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
-  wr.send_flags = IBV_SEND_SIGNALED;
-  wr.qp_type.xrc.remote_srqn = 0x777777;
-  ibv_send_wr* bad = nullptr;
-  ASSERT_EQ(ibv_post_send(i, &wr, &bad), 0);
-  auto sent = poll(send_cq_, 1);
-  ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].status, IBV_WC_REM_INV_REQ_ERR);
+  EXPECT_EQ(send_status(nullptr, 0x777777), IBV_WC_REM_INV_REQ_ERR);
+}
+
+// Two opens of one file are one domain: an SRQ made through one handle serves a target made
+// through the other; a domain of its own (fd -1) does not.
+TEST_F(Xrc, open_xrcd__opens_of_one_file_share_the_domain) {
+  char path[] = "/tmp/vrnic_xrcd_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  ibv_xrcd* a = open_file(fd, O_CREAT);
+  ibv_xrcd* b = open_file(fd, 0);
+  ASSERT_TRUE(a && b) << errno;
+  EXPECT_NE(a, b);  // a handle each, as the kernel gives
+  ibv_srq* s = xrc_srq(a);
+  uint32_t srqn = 0;
+  ASSERT_EQ(ibv_get_srq_num(s, &srqn), 0);
+  post_srq(s, 7, 4096, 64);
+  EXPECT_EQ(send_status(b, srqn), IBV_WC_SUCCESS);
+  auto got = poll(srq_cq_, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].wr_id, 7u);
+  EXPECT_EQ(send_status(xrcd_, srqn), IBV_WC_REM_INV_REQ_ERR);  // another domain's SRQ
+  EXPECT_EQ(ibv_close_xrcd(a), 0);  // b still holds the domain
+  for (ibv_qp* q : qps_) EXPECT_EQ(ibv_destroy_qp(q), 0);
+  qps_.clear();
+  EXPECT_EQ(ibv_close_xrcd(b), EBUSY);  // the last handle: the SRQ is still in it
+  EXPECT_EQ(ibv_destroy_srq(s), 0);
+  srqs_.clear();
+  EXPECT_EQ(ibv_close_xrcd(b), 0);
+  close(fd);
 }
 
 TEST_F(Xrc, errors__as_the_kernel_and_mlx5_give_them) {
@@ -182,17 +223,26 @@ TEST_F(Xrc, errors__as_the_kernel_and_mlx5_give_them) {
   errno = 0;
   EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);  // FD and OFLAGS are required
   EXPECT_EQ(errno, EINVAL);
-  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
-  xa.fd = -1;
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS | IBV_XRCD_INIT_ATTR_RESERVED;
   errno = 0;
-  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);  // fd -1 without O_CREAT
-  EXPECT_EQ(errno, EINVAL);
-  xa.fd = open("/dev/null", O_RDONLY);
-  xa.oflags = O_CREAT;
-  errno = 0;
-  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);  // a domain shared through a file
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);  // an unknown comp_mask bit
   EXPECT_EQ(errno, EOPNOTSUPP);
-  close(xa.fd);
+  ibv_xrcd* own = open_file(-1, 0);  // fd -1: a new domain, O_CREAT or not (as uverbs)
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(ibv_close_xrcd(own), 0);
+  EXPECT_EQ(open_file(-1, O_APPEND), nullptr);  // a flag other than O_CREAT / O_EXCL
+  EXPECT_EQ(errno, EINVAL);
+  const int fd = open("/dev/null", O_RDONLY);
+  EXPECT_EQ(open_file(fd, 0), nullptr);  // no domain for this file yet and no O_CREAT
+  EXPECT_EQ(errno, EAGAIN);
+  ibv_xrcd* f = open_file(fd, O_CREAT);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(open_file(fd, O_CREAT | O_EXCL), nullptr);  // it exists now
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(ibv_close_xrcd(f), 0);
+  close(fd);
+  EXPECT_EQ(open_file(fd, O_CREAT), nullptr);  // not an open file descriptor
+  EXPECT_EQ(errno, EBADF);
 
   ibv_srq_init_attr_ex sa{};
   sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
