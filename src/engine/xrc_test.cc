@@ -191,6 +191,27 @@ TEST_F(Xrc, write__key_of_another_pd_than_the_srq_is_a_remote_access_error) {
   EXPECT_EQ(b.ctr().tx_nak_rem_access, 1u);
 }
 
+// The target's access flags govern as on RC: no remote write, a WRITE is a remote access error.
+TEST_F(Xrc, write__target_without_remote_write_is_a_remote_access_error) {
+  uint32_t n = 0;
+  srq(cq(), nullptr, &n);
+  Qp* qi = ini();
+  Qp* qt = tgt();
+  Fabric::connect(a, qi, b, qt, {.access = kLocalWrite | kRemoteRead});
+  Buffer& src = a.reg(64);
+  Buffer& dst = b.reg(64);
+  fill_random(src.data(), 64, 9);
+  Sge sg{src.addr(), 64, src.mr.lkey};
+  SendWr w = wr_of(WrOpcode::kRdmaWrite, 1, &sg, dst.addr(), dst.mr.rkey);
+  w.xrc_remote_srqn = n;
+  ASSERT_EQ(post_send(a, qi, w), 0);
+  ASSERT_TRUE(f.run());
+  auto wc = a.poll();
+  ASSERT_GE(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(dst.bytes, std::vector<uint8_t>(64, 0));  // nothing landed
+}
+
 // The SRQ of another XRC domain, and a number no SRQ has: Invalid Request NAK, the target in ERR.
 TEST_F(Xrc, send__srq_of_another_xrcd_or_unknown_number_is_naked_invalid_request) {
   for (bool unknown : {false, true}) {
