@@ -24,6 +24,28 @@ std::unique_ptr<Qp> Device::Impl::new_qp(Errno& err) {
   return qp;
 }
 
+namespace {
+
+// EINVAL for a capability beyond the device's limits; else writes back what is granted: at
+// least what was asked for, inline data up to the device limit, no receive side with an SRQ
+// or on an XRC initiator.
+Errno grant_caps(const DeviceLimits& l, QpInitAttr& init) {
+  QpCap& cap = init.cap;
+  if (init.srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;  // ignored with an SRQ
+  if (cap.max_send_wr > l.max_qp_wr || cap.max_recv_wr > l.max_qp_wr ||
+      cap.max_send_sge > l.max_sge || cap.max_recv_sge > l.max_sge ||
+      cap.max_inline_data > l.max_inline_data)
+    return EINVAL;
+  if (cap.max_send_wr == 0) cap.max_send_wr = 1;
+  if (cap.max_send_sge == 0) cap.max_send_sge = 1;
+  if (cap.max_recv_sge == 0 && init.srq == nullptr && init.type != QpType::kXrcIni)
+    cap.max_recv_sge = 1;
+  cap.max_inline_data = l.max_inline_data;
+  return 0;
+}
+
+}  // namespace
+
 Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   Impl& d = *impl_;
   const DeviceLimits& l = d.core.config.limits;
@@ -46,14 +68,7 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
     err = EINVAL;  // an XRC SRQ serves XRC target QPs only
     return nullptr;
   }
-  QpCap& cap = init.cap;
-  if (init.srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;  // ignored with an SRQ
-  if (cap.max_send_wr > l.max_qp_wr || cap.max_recv_wr > l.max_qp_wr ||
-      cap.max_send_sge > l.max_sge || cap.max_recv_sge > l.max_sge ||
-      cap.max_inline_data > l.max_inline_data) {
-    err = EINVAL;
-    return nullptr;
-  }
+  if ((err = grant_caps(l, init)) != 0) return nullptr;
   std::unique_ptr<Qp> qp = d.new_qp(err);
   if (!qp) return nullptr;
   qp->type = init.type;
@@ -62,14 +77,8 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   qp->recv_cq = init.recv_cq;
   qp->sq_sig_all = init.sq_sig_all;
   qp->user_context = init.user_context;
-  // Granted capabilities: at least what was asked for (inline data up to the device limit).
-  if (cap.max_send_wr == 0) cap.max_send_wr = 1;
-  if (cap.max_send_sge == 0) cap.max_send_sge = 1;
-  if (cap.max_recv_sge == 0 && init.srq == nullptr && init.type != QpType::kXrcIni)
-    cap.max_recv_sge = 1;
-  cap.max_inline_data = l.max_inline_data;
-  qp->cap = cap;
-  qp->attr.cap = cap;
+  qp->cap = init.cap;
+  qp->attr.cap = init.cap;
   if (init.type == QpType::kUd) qp->attr.path_mtu = l.active_mtu;  // a datagram's limit
   qp->src_port = d.core.port.source_port_for(qp->qpn);
   if (init.type == QpType::kXrcIni) qp->recv_cq = init.recv_cq = nullptr;
