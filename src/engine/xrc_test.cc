@@ -105,6 +105,43 @@ TEST_F(Xrc, send__lands_in_the_srq_the_xrceth_names) {
   EXPECT_TRUE(b.poll().empty());  // nothing on the target node's default CQ
 }
 
+// A target only answers: RTR is all it needs (IBA 10.3.1), with the target's required
+// attributes only (no access flags beyond INIT's, no RTS attributes at all).
+TEST_F(Xrc, send__target_in_rtr_receives_and_acknowledges) {
+  Cq* scq = cq();
+  uint32_t n = 0;
+  Srq* s = srq(scq, nullptr, &n);
+  Qp* qi = ini();
+  Qp* qt = tgt();
+  QpAttr at;
+  at.qp_state = QpState::kInit;
+  at.qp_access_flags = kRemoteWrite;
+  ASSERT_EQ(b.dev->modify_qp(qt, at, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags),
+            0);
+  at.qp_state = QpState::kRtr;
+  at.path_mtu = 3;
+  at.dest_qp_num = a.dev->qp_num(qi);
+  at.rq_psn = 100;
+  at.max_dest_rd_atomic = 1;
+  at.min_rnr_timer = 1;
+  at.ah.dgid = a.gid;
+  ASSERT_EQ(b.dev->modify_qp(qt, at, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
+                                         kAttrRqPsn | kAttrMaxDestRdAtomic | kAttrMinRnrTimer),
+            0);
+  Fabric::bring_up(a, qi, b.gid, b.dev->qp_num(qt), 100, 5000, {});
+  Buffer& src = a.reg(64);
+  Buffer& dst = b.reg(64);
+  post_srq(s, 5, dst, 0, 64);
+  ASSERT_EQ(send(qi, n, src, 64, 1), 0);
+  ASSERT_TRUE(f.run());
+  auto w = b.poll(scq);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].status, WcStatus::kSuccess);
+  auto wa = a.poll();
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, WcStatus::kSuccess);
+}
+
 TEST_F(Xrc, send__two_target_qps_share_one_srq) {
   Cq* scq = cq();
   uint32_t n = 0;
