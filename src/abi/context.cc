@@ -46,7 +46,11 @@ void fill_ops(Context* c) {
   c->vctx.alloc_dm = op_alloc_dm;
   c->vctx.free_dm = op_free_dm;
   c->vctx.reg_dm_mr = op_reg_dm_mr;
-  // open_xrcd, create_flow, counters... stay null: the inline wrappers say EOPNOTSUPP.
+  c->vctx.open_xrcd = op_open_xrcd;
+  c->vctx.close_xrcd = op_close_xrcd;
+  c->vctx.create_srq_ex = op_create_srq_ex;
+  c->vctx.get_srq_num = op_get_srq_num;
+  // create_flow, create_wq, counters... stay null: the inline wrappers say EOPNOTSUPP.
 }
 
 ibv_async_event make_event(const engine::AsyncEvent& ev) {

@@ -179,8 +179,18 @@ TEST_F(Errno, table__each_mistake_gets_the_providers_errno) {
        }},
       {"ibv_create_qp", "max_inline_data too large", EINVAL,
        [](Errno& t) { auto i = t.qp_init(); i.cap.max_inline_data = 1 << 20; return t.create_qp_errno(i); }},
-      {"ibv_create_qp", "QP type the device lacks (XRC send)", EOPNOTSUPP,
-       [](Errno& t) { auto i = t.qp_init(); i.qp_type = IBV_QPT_XRC_SEND; return t.create_qp_errno(i); }},
+      {"ibv_create_qp", "QP type the device lacks (raw packet)", EOPNOTSUPP,
+       [](Errno& t) {
+         auto i = t.qp_init();
+         i.qp_type = IBV_QPT_RAW_PACKET;
+         return t.create_qp_errno(i);
+       }},
+      {"ibv_create_qp", "XRC target: no XRCD through ibv_create_qp", EINVAL,
+       [](Errno& t) {
+         auto i = t.qp_init();
+         i.qp_type = IBV_QPT_XRC_RECV;
+         return t.create_qp_errno(i);
+       }},
       {"ibv_create_qp", "not a QP type", EOPNOTSUPP,
        [](Errno& t) { auto i = t.qp_init(); i.qp_type = ibv_qp_type(0); return t.create_qp_errno(i); }},
 

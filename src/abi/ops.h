@@ -28,6 +28,10 @@ int op_query_device_ex(ibv_context* context, const ibv_query_device_ex_input* in
 
 // The extended verbs (qp_ex.cc, cq_ex.cc).
 struct Qp;
+// Makes qp's engine QP (init.user_context: qp) and fills the ibv_qp fields every QP type has;
+// 0 or the errno (qp.cc).
+int make_qp(ibv_context* context, Qp* qp, engine::QpInitAttr& init, void* qp_context,
+            ibv_qp_type type);
 ibv_qp* op_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* attr);
 void free_qp_ex(Qp* qp);  // ibv_destroy_qp: the ibv_wr_* state, if any
 // ibv_create_cq, optionally on a parent domain (ibv_create_cq_ex, IBV_CQ_INIT_ATTR_MASK_PD).
@@ -47,6 +51,13 @@ int op_free_dm(ibv_dm* dm);
 ibv_mr* op_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
                      unsigned int access);
 void release_dm_mr(ibv_mr* mr);  // ibv_dereg_mr of an MR on device memory
+
+// XRC (xrc.cc).
+ibv_xrcd* op_open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr);
+int op_close_xrcd(ibv_xrcd* xrcd);
+ibv_srq* op_create_srq_ex(ibv_context* context, ibv_srq_init_attr_ex* attr);
+int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+ibv_qp* create_xrc_tgt_qp(ibv_context* context, ibv_qp_init_attr_ex* attr);  // create_qp_ex
 
 // Called by the live NIC with its lock held (see live::LiveNicCallbacks).
 void on_cq_event(engine::Cq* cq, void* cq_user_context);

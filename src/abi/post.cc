@@ -49,6 +49,8 @@ int vrnic::abi::op_post_send(ibv_qp* ibv, ibv_send_wr* wr, ibv_send_wr** bad_wr)
       out.ah = w->wr.ud.ah ? to_ah(w->wr.ud.ah)->ah : nullptr;
       out.remote_qpn = w->wr.ud.remote_qpn;
       out.remote_qkey = w->wr.ud.remote_qkey;
+    } else if (ibv->qp_type == IBV_QPT_XRC_SEND) {
+      out.xrc_remote_srqn = w->qp_type.xrc.remote_srqn;  // the XRCETH of its packets
     }
     s.wrs.push_back(out);
     s.src.push_back(w);

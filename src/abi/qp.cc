@@ -16,11 +16,14 @@ vrnic::live::LiveNic* nic_of(ibv_qp* qp) { return to_context(qp->context)->nic; 
 }  // namespace
 
 VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
+  if (attr->qp_type == IBV_QPT_XRC_RECV) return fail_null<ibv_qp>(EINVAL);  // no XRCD here
   if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-      attr->qp_type != IBV_QPT_UD) {
+      attr->qp_type != IBV_QPT_UD && attr->qp_type != IBV_QPT_XRC_SEND) {
     return fail_null<ibv_qp>(EOPNOTSUPP);
   }
-  if (!attr->send_cq || !attr->recv_cq) return fail_null<ibv_qp>(EINVAL);
+  // An XRC initiator has no receive side: its recv_cq is not needed (and not used).
+  const bool ini = attr->qp_type == IBV_QPT_XRC_SEND;
+  if (!attr->send_cq || (!attr->recv_cq && !ini)) return fail_null<ibv_qp>(EINVAL);
   // On a parent domain with allocators, the QP's memory comes from the program.
   auto* qp = new_object<Qp>(ibv_pd, kResTypeQp);
   if (!qp) return fail_null<ibv_qp>(ENOMEM);
@@ -29,37 +32,44 @@ VRNIC_EXPORT ibv_qp* ibv_create_qp(ibv_pd* ibv_pd, ibv_qp_init_attr* attr) {
   init.type = vrnic::engine::QpType(attr->qp_type);
   init.pd = to_pd(ibv_pd)->pd;
   init.send_cq = to_cq(attr->send_cq)->cq;
-  init.recv_cq = to_cq(attr->recv_cq)->cq;
+  init.recv_cq = attr->recv_cq ? to_cq(attr->recv_cq)->cq : nullptr;
   init.srq = attr->srq ? to_srq(attr->srq)->srq : nullptr;
   init.cap = to_engine_qp_cap(attr->cap);
   init.sq_sig_all = attr->sq_sig_all != 0;
-  init.user_context = &qp->ibv;  // comes back in async events
-  int err = 0;
-  uint32_t qpn = 0;
-  qp->qp = to_context(ibv_pd->context)->nic->locked([&](Device& d) {
-    vrnic::engine::Qp* q = d.create_qp(init, err);
-    if (q) qpn = d.qp_num(q);
-    return q;
-  });
-  if (!qp->qp) {
+  if (int err = make_qp(ibv_pd->context, qp, init, attr->qp_context, attr->qp_type)) {
     delete_object(qp, ibv_pd, kResTypeQp);
-    return fail_null<ibv_qp>(err ? err : ENOMEM);
+    return fail_null<ibv_qp>(err);
   }
   hold_domain(ibv_pd);
   to_ibv_qp_cap(init.cap, attr->cap);
   ibv_qp& q = qp->ibv;
-  q.context = ibv_pd->context;
-  q.qp_context = attr->qp_context;
   q.pd = ibv_pd;
   q.send_cq = attr->send_cq;
-  q.recv_cq = attr->recv_cq;
-  q.srq = attr->srq;
+  q.recv_cq = ini ? nullptr : attr->recv_cq;
+  q.srq = ini ? nullptr : attr->srq;
+  return &q;
+}
+
+int vrnic::abi::make_qp(ibv_context* context, Qp* qp, vrnic::engine::QpInitAttr& init,
+                        void* qp_context, ibv_qp_type type) {
+  init.user_context = &qp->ibv;  // comes back in async events
+  int err = 0;
+  uint32_t qpn = 0;
+  qp->qp = to_context(context)->nic->locked([&](Device& d) {
+    vrnic::engine::Qp* q = d.create_qp(init, err);
+    if (q) qpn = d.qp_num(q);
+    return q;
+  });
+  if (!qp->qp) return err ? err : ENOMEM;
+  ibv_qp& q = qp->ibv;
+  q.context = context;
+  q.qp_context = qp_context;
   q.qp_num = qpn;
   q.state = IBV_QPS_RESET;
-  q.qp_type = attr->qp_type;
+  q.qp_type = type;
   pthread_mutex_init(&q.mutex, nullptr);
   pthread_cond_init(&q.cond, nullptr);
-  return &q;
+  return 0;
 }
 
 VRNIC_EXPORT int ibv_modify_qp(ibv_qp* ibv, ibv_qp_attr* attr, int attr_mask) {
@@ -113,9 +123,9 @@ VRNIC_EXPORT int ibv_destroy_qp(ibv_qp* ibv) {
   pthread_mutex_destroy(&ibv->mutex);
   pthread_cond_destroy(&ibv->cond);
   free_qp_ex(qp);
-  ibv_pd* pd = ibv->pd;
+  ibv_pd* pd = ibv->pd;  // null for an XRC target (it belongs to an XRC domain)
   delete_object(qp, pd, kResTypeQp);
-  release_domain(pd);
+  if (pd) release_domain(pd);
   return 0;
 }
 

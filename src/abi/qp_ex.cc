@@ -41,8 +41,9 @@ struct WrBuilder {
 
 namespace {
 
-constexpr uint64_t kCompMaskSupported =
-    IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+constexpr uint64_t kCompMaskSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+                                        IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                                        IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
 // The send operations each QP type can post (as rxe: no TSO, no atomic write).
 constexpr uint64_t kRcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
@@ -251,9 +252,14 @@ void wr_set_inline_data(ibv_qp_ex* q, void* addr, size_t length) {
   wr_set_inline_data_list(q, 1, &buf);
 }
 
+void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t remote_srqn) {
+  SendWr* w = current(q);
+  if (w) w->xrc_remote_srqn = remote_srqn;
+}
+
 uint64_t supported_ops(ibv_qp_type t) {
   switch (t) {
-    case IBV_QPT_RC: return kRcOps;
+    case IBV_QPT_RC: case IBV_QPT_XRC_SEND: return kRcOps;
     case IBV_QPT_UC: return kUcOps;
     case IBV_QPT_UD: return kUdOps;
     default: return 0;
@@ -272,6 +278,7 @@ void install_ops(ibv_qp_ex& ex, uint64_t ops) {
   if (ops & IBV_QP_EX_WITH_BIND_MW) ex.wr_bind_mw = wr_bind_mw;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) ex.wr_send_inv = wr_send_inv;
   ex.wr_set_ud_addr = wr_set_ud_addr;
+  ex.wr_set_xrc_srqn = wr_set_xrc_srqn;
   ex.wr_set_sge = wr_set_sge;
   ex.wr_set_sge_list = wr_set_sge_list;
   ex.wr_set_inline_data = wr_set_inline_data;
@@ -295,6 +302,7 @@ ibv_qp* vrnic::abi::op_create_qp_ex(ibv_context* context, ibv_qp_init_attr_ex* a
     ops = attr->send_ops_flags;
     if (ops & ~supported_ops(attr->qp_type)) return fail_null<ibv_qp>(EOPNOTSUPP);
   }
+  if (attr->qp_type == IBV_QPT_XRC_RECV) return create_xrc_tgt_qp(context, attr);  // xrc.cc
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) return fail_null<ibv_qp>(EINVAL);
   if (attr->pd->context != context) return fail_null<ibv_qp>(EINVAL);
   auto* b = new (std::nothrow) WrBuilder;

@@ -49,6 +49,7 @@ void fill_device_attr(ibv_context* context, ibv_device_attr& a) {
                        IBV_DEVICE_CHANGE_PHY_PORT;
   // Memory windows: type 1 and type 2B (bound to the QP that binds them).
   a.device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+  a.device_cap_flags |= IBV_DEVICE_XRC;  // XRC domains, SRQs and QPs (xrc.cc)
   a.max_mw = int(l.max_mw);
   a.max_sge = int(l.max_sge);
   a.max_sge_rd = int(l.max_sge);

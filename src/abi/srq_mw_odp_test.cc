@@ -499,9 +499,10 @@ TEST_F(Pair, rereg_mr__receive_into_a_moved_region_is_rem_op_err) {
 namespace vrnic::abi::test {
 namespace {
 
-// ibv_create_srq_ex is inline: a basic SRQ goes through ibv_create_srq, anything else needs
-// the (null) create_srq_ex op and fails with EOPNOTSUPP.
-TEST_F(Pair, srq_ex__basic_through_ibv_create_srq_xrc_unsupported) {
+// ibv_create_srq_ex is inline: a basic SRQ goes through ibv_create_srq, anything else through
+// the create_srq_ex op (xrc.cc): an XRC SRQ without its XRCD and CQ is EINVAL, tag matching
+// EOPNOTSUPP.
+TEST_F(Pair, srq_ex__basic_through_ibv_create_srq_xrc_needs_xrcd_tm_unsupported) {
   ibv_srq_init_attr_ex ex{};
   ex.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE;
   ex.srq_type = IBV_SRQT_BASIC;
@@ -515,6 +516,11 @@ TEST_F(Pair, srq_ex__basic_through_ibv_create_srq_xrc_unsupported) {
   EXPECT_GE(q.max_wr, 8u);
   EXPECT_EQ(ibv_destroy_srq(s), 0);
   ex.srq_type = IBV_SRQT_XRC;
+  errno = 0;
+  EXPECT_EQ(ibv_create_srq_ex(ctx_, &ex), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  ex.srq_type = IBV_SRQT_TM;
+  ex.comp_mask |= IBV_SRQ_INIT_ATTR_TM;
   errno = 0;
   EXPECT_EQ(ibv_create_srq_ex(ctx_, &ex), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);

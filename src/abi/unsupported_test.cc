@@ -46,10 +46,6 @@ TEST_F(Unsupported, exported_int_verbs__return_eopnotsupp) {
 
 // These are static inline in verbs.h: they find a null verbs_context op and fail themselves.
 TEST_F(Unsupported, inline_extended_verbs__eopnotsupp) {
-  ibv_xrcd_init_attr xrcd{};
-  errno = 0;
-  EXPECT_EQ(ibv_open_xrcd(ctx_, &xrcd), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
   ibv_wq_init_attr wq{};
   errno = 0;
   EXPECT_EQ(ibv_create_wq(ctx_, &wq), nullptr);

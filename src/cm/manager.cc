@@ -117,6 +117,7 @@ static wc::Req make_req(const Config& cfg, uint32_t id, uint64_t sid, const Conn
   r.initiator_depth = p.initiator_depth;
   r.remote_cm_response_timeout = cfg.cm_response_timeout;
   r.transport = p.transport;
+  r.extended_transport = p.transport == 3 ? 1 : 0;  // 3: XRC (extended transport type 1)
   r.end_to_end_flow_control = true;
   r.starting_psn = p.starting_psn;
   r.local_cm_response_timeout = cfg.cm_response_timeout;

@@ -102,7 +102,8 @@ void Manager::on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, con
   const uint32_t lid = match_listener(m.service_id, to);
   Listener* l = find_listener(lid);
   if (!l) return reject_req(from, to, tid, m.local_comm_id, wc::RejReason::kInvalidServiceId);
-  if (m.transport > 1) {
+  const bool xrc = m.transport == 3 && m.extended_transport == 1;  // IBA 12.6.5
+  if (m.transport > 1 && !xrc) {
     return reject_req(from, to, tid, m.local_comm_id, wc::RejReason::kInvalidTransportType);
   }
   if (l->pending >= l->backlog) {

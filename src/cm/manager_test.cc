@@ -241,6 +241,28 @@ TEST(CmManager, connect__no_listener_is_rejected_at_once_with_reason_8) {
   EXPECT_EQ(w.cm[1]->state(b), State::kClosed);
 }
 
+// An XRC initiator's REQ (transport service type 3, extended transport type 1, IBA 12.6.5)
+// is accepted; an RD one (type 2) is rejected with reason 9, invalid transport type.
+TEST(CmManager, connect__xrc_req_accepted_rd_rejected) {
+  Wire w;
+  listen_on_a(w);
+  ConnectArgs a = args_from_b(w);
+  a.params.transport = 3;
+  uint32_t b = 0;
+  ASSERT_EQ(w.cm[1]->connect(a, &b), 0);
+  ASSERT_TRUE(w.run([&] { return w.got(0, EventType::kConnectRequest); }));
+  EXPECT_EQ(w.first(0, EventType::kConnectRequest).peer.transport, 3);
+  Wire w2;
+  listen_on_a(w2);
+  a = args_from_b(w2);
+  a.params.transport = 2;
+  ASSERT_EQ(w2.cm[1]->connect(a, &b), 0);
+  ASSERT_TRUE(w2.run([&] { return w2.got(1, EventType::kRejected); }));
+  EXPECT_EQ(w2.first(1, EventType::kRejected).reason,
+            uint16_t(wc::RejReason::kInvalidTransportType));
+  EXPECT_FALSE(w2.got(0, EventType::kConnectRequest));
+}
+
 TEST(CmManager, connect__nobody_there_is_unreachable_after_every_retry) {
   Wire w;
   w.drop = [](const Mad&) { return true; };

@@ -43,7 +43,7 @@ struct Params {
   uint8_t rnr_retry_count = 7;
   uint8_t path_mtu = 3;  // enum ibv_mtu
   bool srq = false;
-  uint8_t transport = 0;  // 0 RC, 1 UC
+  uint8_t transport = 0;  // 0 RC, 1 UC, 3 XRC (REQ: extended transport type 1)
   uint8_t local_ack_timeout = 18;
   uint8_t traffic_class = 0;
   uint8_t hop_limit = 64;

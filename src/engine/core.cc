@@ -4,6 +4,7 @@
 #include "engine/congestion.h"
 #include "engine/qp_transition.h"
 
+#include "wire/opcode.h"
 #include "wire/psn.h"
 
 #include <algorithm>
@@ -155,14 +156,22 @@ void Core::retract_mr(const Mr& mr) {
 void Core::enter_error(Qp& qp) { qp_transition(*this, qp, QpState::kErr, QpCause::kError); }
 
 std::span<uint8_t> Core::start_packet(Qp& qp, const wire::Packet& p, size_t payload_len) {
-  return tx.start(p, payload_len, qp.ip, data_tos(*this, qp.attr.ah.traffic_class));
+  const uint8_t tos = data_tos(*this, qp.attr.ah.traffic_class);
+  if (is_xrc(qp.type)) {
+    // The requester and responder build RC packets; XRC has the same operations at
+    // 0xa0 | opcode (IBA 9.2.1), requests with the XRCETH the packet carries.
+    wire::Packet x = p;
+    x.bth.opcode = wire::rc_to_xrc(p.bth.opcode);
+    return tx.start(x, payload_len, qp.ip, tos);
+  }
+  return tx.start(p, payload_len, qp.ip, tos);
 }
 
 size_t Core::commit_packet() { return tx.commit(port, ctr); }
 
 void Core::recount_inflight(Qp& qp) {
   RequesterState& r = qp.req;
-  int32_t d = qp.type == QpType::kRc && qp.sending() ? wire::psn_diff(r.next_psn, r.una) : 0;
+  int32_t d = is_reliable(qp.type) && qp.sending() ? wire::psn_diff(r.next_psn, r.una) : 0;
   uint32_t now = d > 0 ? static_cast<uint32_t>(d) : 0;
   inflight = inflight - r.counted_inflight + now;
   r.counted_inflight = now;

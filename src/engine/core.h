@@ -2,6 +2,7 @@
 // memory table, the outgoing batch, and the completion / error paths.
 #pragma once
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/counters.h"
@@ -52,6 +53,8 @@ class Core {
   // sending because the device budget was used up: they are made ready when it frees.
   uint32_t inflight = 0;
   std::vector<Qp*> budget_waiters;
+  // XRC SRQs by number: what an XRCETH names (responder, xrc_bind_srq).
+  std::unordered_map<uint32_t, Srq*> xrc_srqs;
 
   uint64_t now() const { return clock.now_ns(); }
   // A lower bound of every armed QP timer: each arming lowers it, on_timer recomputes it.

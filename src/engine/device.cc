@@ -201,6 +201,7 @@ Errno Device::destroy_srq(Srq* srq) {
   if (it == v.end()) return EINVAL;
   if (srq->users > 0) return EBUSY;
   --srq->pd->users;
+  if (srq->xrcd != nullptr) impl_->forget_xrc_srq(*srq);  // xrc.cc
   v.erase(it);
   return 0;
 }

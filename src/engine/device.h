@@ -121,6 +121,16 @@ class Device {
   Errno destroy_srq(Srq* srq);  // EBUSY while QPs use it
   Errno post_srq_recv(Srq* srq, const RecvWr* wrs, size_t n, size_t* bad);
 
+  // XRC (xrc.cc). An XRC domain; close_xrcd is EBUSY while SRQs or target QPs are in it.
+  Xrcd* open_xrcd();
+  Errno close_xrcd(Xrcd* xrcd);
+  // An XRC SRQ: its WQEs take the SENDs of any target QP of the domain naming its number; its
+  // completions go to cq. EINVAL for a PD, XRCD or CQ not of this device.
+  Srq* create_xrc_srq(Pd* pd, Xrcd* xrcd, Cq* cq, SrqAttr& attr, void* user_context,
+                      Errno& err);
+  // The number requests carry in their XRCETH (ibv_get_srq_num); EINVAL for a basic SRQ.
+  Errno srq_num(const Srq* srq, uint32_t& srqn) const;
+
   // Memory windows: type 1 or 2; rkey written back.
   Mw* alloc_mw(Pd* pd, uint8_t type, uint32_t& rkey, Errno& err);
   Errno dealloc_mw(Mw* mw);
@@ -170,6 +180,7 @@ class Device {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  Qp* create_xrc_tgt(QpInitAttr& init, Errno& err);
 };
 
 }  // namespace vrnic::engine

@@ -25,6 +25,8 @@ struct Device::Impl {
   std::vector<std::unique_ptr<Cq>> cqs;
   std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps;
   std::vector<std::unique_ptr<Srq>> srqs;
+  std::vector<std::unique_ptr<Xrcd>> xrcds;
+  uint32_t next_srqn = 1;
   uint32_t next_pd_handle = 1;
   uint32_t next_qpn = 0x11;  // QPN 0 and 1 are the special QPs (IBA 10.2.5)
 
@@ -41,6 +43,11 @@ struct Device::Impl {
   bool has_srq(const Srq* srq) const {
     return std::any_of(srqs.begin(), srqs.end(), [&](auto& s) { return s.get() == srq; });
   }
+  bool has_xrcd(const Xrcd* x) const {
+    return std::any_of(xrcds.begin(), xrcds.end(), [&](auto& p) { return p.get() == x; });
+  }
+  // An XRC SRQ being destroyed: its number stops resolving, target QPs let go of it (xrc.cc).
+  void forget_xrc_srq(Srq& srq);
 
   // Sends what the engine call produced: coalesced ACKs, then requester packets; performs
   // the direct copies submitted unless they are held for a batch.
@@ -79,6 +86,7 @@ struct Device::Impl {
   }
   std::vector<Qp*> waking;  // wake_budget_waiters' scratch
 
+  std::unique_ptr<Qp> new_qp(Errno& err);  // device_qp.cc
   void dispatch(const WirePacket& pkt);
   void apply(Qp& qp, const QpAttr& a, uint32_t mask);
 };

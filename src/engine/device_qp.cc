@@ -11,58 +11,108 @@ namespace vrnic::engine {
 
 // --- QP -------------------------------------------------------------------------------------
 
+// A QP with the next free QPN, or ENOMEM at the device's QP limit.
+std::unique_ptr<Qp> Device::Impl::new_qp(Errno& err) {
+  if (qps.size() >= core.config.limits.max_qp) {
+    err = ENOMEM;
+    return nullptr;
+  }
+  auto qp = std::make_unique<Qp>();
+  while (qps.count(next_qpn) || next_qpn < 2) next_qpn = (next_qpn + 1) & 0xffffff;
+  qp->qpn = next_qpn;
+  next_qpn = (next_qpn + 1) & 0xffffff;
+  return qp;
+}
+
+namespace {
+
+// EINVAL for a capability beyond the device's limits; else writes back what is granted: at
+// least what was asked for, inline data up to the device limit, no receive side with an SRQ
+// or on an XRC initiator.
+Errno grant_caps(const DeviceLimits& l, QpInitAttr& init) {
+  QpCap& cap = init.cap;
+  if (init.srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;  // ignored with an SRQ
+  if (cap.max_send_wr > l.max_qp_wr || cap.max_recv_wr > l.max_qp_wr ||
+      cap.max_send_sge > l.max_sge || cap.max_recv_sge > l.max_sge ||
+      cap.max_inline_data > l.max_inline_data)
+    return EINVAL;
+  if (cap.max_send_wr == 0) cap.max_send_wr = 1;
+  if (cap.max_send_sge == 0) cap.max_send_sge = 1;
+  if (cap.max_recv_sge == 0 && init.srq == nullptr && init.type != QpType::kXrcIni)
+    cap.max_recv_sge = 1;
+  cap.max_inline_data = l.max_inline_data;
+  return 0;
+}
+
+}  // namespace
+
 Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   Impl& d = *impl_;
   const DeviceLimits& l = d.core.config.limits;
   err = 0;
-  bool known = init.type == QpType::kRc || init.type == QpType::kUc || init.type == QpType::kUd;
+  if (init.type == QpType::kXrcTgt) return create_xrc_tgt(init, err);
+  if (init.type == QpType::kXrcIni) {
+    // The initiator sends only: no receive queue, no receive CQ, no SRQ (as mlx5).
+    init.recv_cq = init.send_cq;
+    init.srq = nullptr;
+    init.cap.max_recv_wr = init.cap.max_recv_sge = 0;
+  }
+  bool known = init.type == QpType::kRc || init.type == QpType::kUc ||
+               init.type == QpType::kUd || init.type == QpType::kXrcIni;
   if (!known || !d.has_pd(init.pd) || !d.has_cq(init.send_cq) ||
       !d.has_cq(init.recv_cq)) {
     err = EINVAL;
     return nullptr;
   }
-  if (init.srq != nullptr && !d.has_srq(init.srq)) {
-    err = EINVAL;
+  if (init.srq != nullptr && (!d.has_srq(init.srq) || init.srq->xrcd != nullptr)) {
+    err = EINVAL;  // an XRC SRQ serves XRC target QPs only
     return nullptr;
   }
-  QpCap& cap = init.cap;
-  if (init.srq != nullptr) cap.max_recv_wr = cap.max_recv_sge = 0;  // ignored with an SRQ
-  if (cap.max_send_wr > l.max_qp_wr || cap.max_recv_wr > l.max_qp_wr ||
-      cap.max_send_sge > l.max_sge || cap.max_recv_sge > l.max_sge ||
-      cap.max_inline_data > l.max_inline_data) {
-    err = EINVAL;
-    return nullptr;
-  }
-  if (d.qps.size() >= l.max_qp) {
-    err = ENOMEM;
-    return nullptr;
-  }
-  auto qp = std::make_unique<Qp>();
-  while (d.qps.count(d.next_qpn) || d.next_qpn < 2) d.next_qpn = (d.next_qpn + 1) & 0xffffff;
-  qp->qpn = d.next_qpn;
-  d.next_qpn = (d.next_qpn + 1) & 0xffffff;
+  if ((err = grant_caps(l, init)) != 0) return nullptr;
+  std::unique_ptr<Qp> qp = d.new_qp(err);
+  if (!qp) return nullptr;
   qp->type = init.type;
   qp->pd = init.pd;
   qp->send_cq = init.send_cq;
   qp->recv_cq = init.recv_cq;
   qp->sq_sig_all = init.sq_sig_all;
   qp->user_context = init.user_context;
-  // Granted capabilities: at least what was asked for (inline data up to the device limit).
-  if (cap.max_send_wr == 0) cap.max_send_wr = 1;
-  if (cap.max_send_sge == 0) cap.max_send_sge = 1;
-  if (cap.max_recv_sge == 0 && init.srq == nullptr) cap.max_recv_sge = 1;
-  cap.max_inline_data = l.max_inline_data;
-  qp->cap = cap;
-  qp->attr.cap = cap;
+  qp->cap = init.cap;
+  qp->attr.cap = init.cap;
   if (init.type == QpType::kUd) qp->attr.path_mtu = l.active_mtu;  // a datagram's limit
   qp->src_port = d.core.port.source_port_for(qp->qpn);
+  if (init.type == QpType::kXrcIni) qp->recv_cq = init.recv_cq = nullptr;
   ++init.pd->users;
   ++init.send_cq->users;
-  ++init.recv_cq->users;
+  if (init.recv_cq != nullptr) ++init.recv_cq->users;
   if (init.srq != nullptr) {
     qp->srq = init.srq;
     ++init.srq->users;
   }
+  Qp* raw = qp.get();
+  d.qps.emplace(raw->qpn, std::move(qp));
+  return raw;
+}
+
+// An XRC target QP (IBV_QPT_XRC_RECV): in an XRC domain, no PD, CQs or work queues of its
+// own; the XRC SRQ each request names supplies them (xrc.cc).
+Qp* Device::create_xrc_tgt(QpInitAttr& init, Errno& err) {
+  Impl& d = *impl_;
+  if (!d.has_xrcd(init.xrcd)) {
+    err = EINVAL;
+    return nullptr;
+  }
+  std::unique_ptr<Qp> qp = d.new_qp(err);
+  if (!qp) return nullptr;
+  qp->type = QpType::kXrcTgt;
+  qp->xrcd = init.xrcd;
+  qp->user_context = init.user_context;
+  init.cap = QpCap{};
+  init.pd = nullptr;
+  init.send_cq = init.recv_cq = nullptr;
+  init.srq = nullptr;
+  qp->src_port = d.core.port.source_port_for(qp->qpn);
+  ++init.xrcd->users;
   Qp* raw = qp.get();
   d.qps.emplace(raw->qpn, std::move(qp));
   return raw;
@@ -125,10 +175,12 @@ Errno Device::query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const {
   if (qp->state() == QpState::kRts || qp->state() == QpState::kSqd)
     attr.sq_psn = qp->req.next_new_psn;
   init.type = qp->type;
-  init.pd = qp->pd;
+  const bool tgt = qp->type == QpType::kXrcTgt;  // what it borrows from an SRQ is not its own
+  init.pd = tgt ? nullptr : qp->pd;
   init.send_cq = qp->send_cq;
-  init.recv_cq = qp->recv_cq;
-  init.srq = qp->srq;
+  init.recv_cq = tgt ? nullptr : qp->recv_cq;
+  init.srq = tgt ? nullptr : qp->srq;
+  init.xrcd = qp->xrcd;
   init.cap = qp->cap;
   init.sq_sig_all = qp->sq_sig_all;
   init.user_context = qp->user_context;
@@ -146,10 +198,14 @@ Errno Device::destroy_qp(Qp* qp) {
   d.core.inflight -= qp->req.counted_inflight;
   ud_forget_qp(d.core, *qp);
   d.core.retract_qp(*qp);
-  --qp->pd->users;
-  --qp->send_cq->users;
-  --qp->recv_cq->users;
-  if (qp->srq != nullptr) --qp->srq->users;
+  if (qp->type == QpType::kXrcTgt) {
+    --qp->xrcd->users;
+  } else {
+    --qp->pd->users;
+    --qp->send_cq->users;
+    if (qp->recv_cq != nullptr) --qp->recv_cq->users;
+    if (qp->srq != nullptr) --qp->srq->users;
+  }
   d.qps.erase(qp->qpn);
   return 0;
 }
@@ -178,6 +234,10 @@ Errno Device::bind_mw(Qp* qp, uint64_t wr_id, uint32_t send_flags, const MwBindI
 Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
   Impl& d = *impl_;
   if (qp == nullptr) return EINVAL;
+  if (qp->type == QpType::kXrcTgt && n > 0) {  // a target has no send queue
+    if (bad) *bad = 0;
+    return EINVAL;
+  }
   Errno e = 0;
   for (size_t i = 0; i < n; ++i) {
     e = requester_post(d.core, *qp, wrs[i]);
@@ -195,7 +255,8 @@ Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
 Errno Device::post_recv(Qp* qp, const RecvWr* wrs, size_t n, size_t* bad) {
   Impl& d = *impl_;
   if (qp == nullptr) return EINVAL;
-  if (qp->srq != nullptr && n > 0) {  // its receives are posted to the SRQ (as rxe)
+  if ((qp->srq != nullptr || is_xrc(qp->type)) && n > 0) {
+    // Its receives are posted to the SRQ (as rxe); XRC QPs have no receive queue (as mlx5).
     if (bad) *bad = 0;
     return EINVAL;
   }

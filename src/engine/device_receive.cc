@@ -122,10 +122,20 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   }
   const wire::Transport want = qp->type == QpType::kUd   ? wire::Transport::kUd
                                : qp->type == QpType::kUc ? wire::Transport::kUc
+                               : is_xrc(qp->type)        ? wire::Transport::kXrc
                                                          : wire::Transport::kRc;
   if (info.transport != want) {
     ++ctr.rx_malformed;  // an opcode of another transport than the QP's (IBA 9.6.1)
     return;
+  }
+  if (want == wire::Transport::kXrc) {
+    // Requests go to target QPs, responses to initiators only. From here on the RC code
+    // handles the packet: the operation bits are RC's, the XRCETH stays in p.xrc_srqn.
+    if (info.has(wire::kHasXrceth) != (qp->type == QpType::kXrcTgt)) {
+      ++ctr.rx_malformed;
+      return;
+    }
+    p.bth.opcode = wire::xrc_to_rc(p.bth.opcode);
   }
   if (qp->type == QpType::kUd) return receive_ud(core, *qp, p, pkt);
   receive_connected(core, *qp, p, pkt, info.kind);

@@ -109,13 +109,49 @@ struct UnreliableTable {
 constexpr UnreliableTable kUc(false);
 constexpr UnreliableTable kUd(true);
 
+// The XRC columns (IBA 11.2.4.2 with XRC; Linux ib_modify_qp_is_ok agrees): RC's, less what
+// the half that does not exist needs. The initiator has no responder (no access flags, no
+// responder resources or RNR timer required); the target has no requester (no retries and
+// no initiator depth required at RTS). What is not required stays allowed, as librdmacm
+// passes the same attributes to both.
+struct XrcTable {
+  Rule r[kStates][kStates];
+  constexpr explicit XrcTable(bool target) {
+    for (int a = 0; a < kStates; ++a)
+      for (int b = 0; b < kStates; ++b) r[a][b] = kRc.r[a][b];
+    auto at = [this](QpState a, QpState b) -> Rule& {
+      return r[static_cast<int>(a)][static_cast<int>(b)];
+    };
+    using S = QpState;
+    auto relax = [](Rule& rule, uint32_t bits) {
+      rule.required &= ~bits;
+      rule.optional |= bits;
+    };
+    if (target) {
+      relax(at(S::kRtr, S::kRts), kAttrRetryCnt | kAttrRnrRetry | kAttrMaxQpRdAtomic);
+    } else {
+      relax(at(S::kReset, S::kInit), kAttrAccessFlags);
+      relax(at(S::kInit, S::kRtr), kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+    }
+  }
+};
+
+constexpr XrcTable kXrcIni(false);
+constexpr XrcTable kXrcTgt(true);
+
 constexpr Rule kNoRule{};
 
 // The Modify QP edge from -> to of the QP type's table (invalid when there is none).
 const Rule& modify_rule(QpType type, QpState from, QpState to) {
   if (static_cast<int>(from) >= kStates || static_cast<int>(to) >= kStates) return kNoRule;
-  const auto& table = type == QpType::kUd ? kUd.r : type == QpType::kUc ? kUc.r : kRc.r;
-  return table[static_cast<int>(from)][static_cast<int>(to)];
+  const int f = static_cast<int>(from), t = static_cast<int>(to);
+  switch (type) {
+    case QpType::kUd: return kUd.r[f][t];
+    case QpType::kUc: return kUc.r[f][t];
+    case QpType::kXrcIni: return kXrcIni.r[f][t];
+    case QpType::kXrcTgt: return kXrcTgt.r[f][t];
+    default: return kRc.r[f][t];
+  }
 }
 
 }  // namespace
@@ -132,7 +168,7 @@ bool transition_allowed(QpType type, QpState from, QpState to, QpCause cause) {
     case QpCause::kSendQueueError:
       // 10.3.1: only UC and UD have SQE; a send WQE completed in error while the send
       // queue works (RTS, or SQD finishing what it started) stops it there.
-      return type != QpType::kRc && to == QpState::kSqe &&
+      return !is_reliable(type) && to == QpState::kSqe &&
              (from == QpState::kRts || from == QpState::kSqd);
   }
   return false;

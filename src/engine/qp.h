@@ -20,6 +20,7 @@ namespace vrnic::engine {
 class Cq;
 class Pd;
 class Srq;
+class Xrcd;
 
 // The SGE list of a WQE: up to 4 entries without an allocation.
 using SgeList = SmallVec<Sge, 4>;
@@ -58,6 +59,7 @@ struct SendWqe {
   bool dst_ipv6 = false;
   std::array<uint8_t, 16> dst{};
   uint8_t traffic_class = 0;  // the AH's GRH traffic class
+  uint32_t xrc_srqn = 0;  // XRC initiator: the XRCETH of every request packet
 
   bool is_read_or_atomic() const {
     return opcode == WrOpcode::kRdmaRead || opcode == WrOpcode::kAtomicCmpSwp ||
@@ -135,6 +137,9 @@ class Qp {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;  // receives come from this SRQ (the QP's own rq stays empty)
+  // XRC target: its domain. srq, pd and recv_cq are those of the XRC SRQ the request being
+  // handled names (responder xrc_bind_srq); the QP owns none of them.
+  Xrcd* xrcd = nullptr;
   bool sq_sig_all = false;
   void* user_context = nullptr;
   QpCap cap;

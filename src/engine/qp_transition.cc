@@ -56,8 +56,10 @@ void enter_err(Core& c, Qp& qp) {
   qp.resp.ack_pending = false;
   qp.resp.op = ResponderState::Op::kNone;
   c.flush_queues(qp);
-  // A QP on an SRQ takes no more of its WQEs from now on (IBA 11.6.3, last WQE reached).
-  if (qp.srq != nullptr) c.async_event(AsyncEventType::kQpLastWqeReached, qp.user_context);
+  // A QP on an SRQ takes no more of its WQEs from now on (IBA 11.6.3, last WQE reached). An
+  // XRC target's srq is only the one its last request named, not an SRQ it is attached to.
+  if (qp.srq != nullptr && qp.type != QpType::kXrcTgt)
+    c.async_event(AsyncEventType::kQpLastWqeReached, qp.user_context);
 }
 
 }  // namespace

@@ -64,9 +64,10 @@ size_t outstanding_rd_atomic(const Qp& qp) {
   return n;
 }
 
-wire::Packet base_packet(const Qp& qp, uint32_t psn) {
+wire::Packet base_packet(const Qp& qp, const SendWqe& w, uint32_t psn) {
   wire::Packet p;
   p.bth.dest_qp = qp.attr.dest_qp_num;
+  p.xrc_srqn = w.xrc_srqn;  // written only on an XRC QP (Core::start_packet)
   p.bth.psn = psn;
   p.bth.pkey = 0xffff;
   return p;
@@ -94,7 +95,7 @@ bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k, bool stop_after) 
   uint64_t off = uint64_t{k} * mtu;
   uint64_t len = w.length > off ? w.length - off : 0;
   if (len > mtu) len = mtu;
-  wire::Packet p = base_packet(qp, psn);
+  wire::Packet p = base_packet(qp, w, psn);
   p.bth.opcode = data_opcode(w, k, w.npkts);
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   bool last = k + 1 == w.npkts;
@@ -124,7 +125,7 @@ void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
   uint64_t left = w.length > off ? w.length - off : 0;
   uint64_t len = uint64_t{n} * mtu < left ? uint64_t{n} * mtu : left;
   uint32_t psn = psn_add(w.first_psn, k);
-  wire::Packet p = base_packet(qp, psn);
+  wire::Packet p = base_packet(qp, w, psn);
   p.bth.opcode = wire::kRcReadRequest;
   p.bth.ack_req = true;
   p.reth = {w.remote_addr + off, w.rkey, static_cast<uint32_t>(len)};
@@ -135,7 +136,7 @@ void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
 }
 
 void send_atomic(Core& c, Qp& qp, SendWqe& w) {
-  wire::Packet p = base_packet(qp, w.first_psn);
+  wire::Packet p = base_packet(qp, w, w.first_psn);
   p.bth.opcode = w.opcode == WrOpcode::kAtomicCmpSwp ? wire::kRcCompareSwap : wire::kRcFetchAdd;
   p.bth.ack_req = true;
   p.atomic.va = w.remote_addr;
@@ -195,7 +196,7 @@ Errno check_post(Core& c, Qp& qp, const SendWr& wr) {
     default:
       return EINVAL;
   }
-  if (qp.type != QpType::kRc)
+  if (!is_reliable(qp.type))
     if (Errno e = unreliable_check_post(c, qp, wr)) return e;  // ud.cc
   if (wr.num_sge > qp.cap.max_send_sge) return EINVAL;
   if (wr.num_sge > 0 && wr.sg_list == nullptr) return EINVAL;
@@ -239,6 +240,7 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
   w.rkey = wr.rkey;
   w.compare_add = wr.compare_add;
   w.swap = wr.swap;
+  w.xrc_srqn = wr.xrc_remote_srqn;
   if (wr.opcode == WrOpcode::kBindMw) {
     w.bind = wr.bind;
     w.type1_bind = type1_bind;
@@ -404,7 +406,7 @@ uint32_t send_window(const Core& c, const Qp& qp) {
 // Go-Back-N: from the cursor, each WQE is started (PSNs assigned) and its packets sent while
 // the window (send_window), the device budget, fences and the rd/atomic limit allow.
 void requester_progress(Core& c, Qp& qp) {
-  if (qp.type != QpType::kRc) return unreliable_progress(c, qp);  // ud.cc
+  if (!is_reliable(qp.type)) return unreliable_progress(c, qp);  // ud.cc
   RequesterState& r = qp.req;
   c.recount_inflight(qp);  // acknowledgements or a Go-Back-N may have moved una / next_psn
   if (!qp.sending() || r.rnr_deadline != 0) return;

@@ -17,7 +17,8 @@ DirectStep perform_held(Core& c) {
 // but copies, so ordering is kept) that has not failed as a copy before.
 bool copyable(const Core& c, const Qp& qp, const SendWqe& w) {
   const RequesterState& r = qp.req;
-  return c.config.direct != nullptr && !w.no_direct && w.length > 0 &&
+  // RC only: the peer publishes its RC QPs (an XRC target has no table entry).
+  return c.config.direct != nullptr && qp.type == QpType::kRc && !w.no_direct && w.length > 0 &&
          (w.opcode == WrOpcode::kRdmaWrite || w.opcode == WrOpcode::kRdmaRead) &&
          r.cursor == r.direct_pending && r.una == r.next_new_psn;
 }

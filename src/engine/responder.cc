@@ -377,6 +377,12 @@ void responder_flush_ack(Core& c, Qp& qp) {
 void responder_receive(Core& c, Qp& qp, const wire::Packet& p) {
   ResponderState& s = qp.resp;
   int32_t d = psn_diff(p.bth.psn, s.epsn);
+  if (qp.type == QpType::kXrcTgt && d <= 0 && !xrc_bind_srq(c, qp, p.xrc_srqn)) {
+    // No such XRC SRQ, or one of another XRC domain: class C, Invalid Request NAK (IBA
+    // 9.9.3.1), counted in tx_nak_inv_req. A duplicate naming none is dropped.
+    if (d == 0) invalid_request(c, qp, p.bth.psn);
+    return;
+  }
   if (d > 0) {
     // A gap: NAK once with the expected PSN, then stay silent until it arrives (IBA 9.7.5.2.2).
     ++c.ctr.rx_out_of_sequence;

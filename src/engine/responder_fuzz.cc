@@ -1,7 +1,8 @@
 // libFuzzer harness for the engine's receive path: arbitrary packets (given a correct ICRC
-// so they get past the check) hit a connected RC QP whose memory is guarded; the engine
-// must never crash, never write outside the registered region, never read uninitialised
-// state. Input: a sequence of [len:1][bytes:len] records.
+// so they get past the check) hit a connected RC QP, or with an XRC opcode an XRC target QP
+// whose domain has XRC SRQ 1, over guarded memory; the engine must never crash, never write
+// outside the registered region, never read uninitialised state. Input: a sequence of
+// [len:1][bytes:len] records.
 #include <cstring>
 #include <vector>
 
@@ -26,6 +27,44 @@ struct NullSink : EventSink {
   void on_async_event(const AsyncEvent&) override {}
 };
 
+// Connects qp (RC or an XRC target) to 10.0.0.1, QP 0x77, PSN 0.
+void connect(Device& dev, Qp* qp) {
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.port_num = 1;
+  a.qp_access_flags = kRemoteWrite | kRemoteRead | kRemoteAtomic;
+  dev.modify_qp(qp, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
+  a.qp_state = QpState::kRtr;
+  a.path_mtu = 1;
+  a.dest_qp_num = 0x77;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 4;
+  a.ah.dgid.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  dev.modify_qp(qp, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                           kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+  a.qp_state = QpState::kRts;
+  a.timeout = 1;
+  a.max_rd_atomic = 4;
+  dev.modify_qp(qp, a, kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry |
+                           kAttrMaxQpRdAtomic);
+}
+
+// An XRC target QP, connected, and an XRC SRQ of its domain holding one receive WQE.
+Qp* xrc_target(Device& dev, Pd* pd, Cq* cq, const Sge& sg) {
+  QpInitAttr init;
+  init.type = QpType::kXrcTgt;
+  init.xrcd = dev.open_xrcd();
+  Errno err;
+  Qp* qp = dev.create_qp(init, err);
+  Device::SrqAttr sa{8, 1, 0};
+  Srq* srq = dev.create_xrc_srq(pd, init.xrcd, cq, sa, nullptr, err);
+  RecvWr rw{2, &sg, 1};
+  size_t bad;
+  dev.post_srq_recv(srq, &rw, 1, &bad);
+  connect(dev, qp);
+  return qp;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -49,28 +88,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> mem(4096 + 128, 0x5A);
   MrInfo mr;
   dev.reg_mr(pd, mem.data() + 64, 4096, 0x1000, kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic, mr);
-  QpAttr a;
-  a.qp_state = QpState::kInit;
-  a.port_num = 1;
-  a.qp_access_flags = kRemoteWrite | kRemoteRead | kRemoteAtomic;
-  dev.modify_qp(qp, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
-  a.qp_state = QpState::kRtr;
-  a.path_mtu = 1;
-  a.dest_qp_num = 0x77;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = 4;
-  a.ah.dgid.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
-  dev.modify_qp(qp, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
-                           kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
-  a.qp_state = QpState::kRts;
-  a.timeout = 1;
-  a.max_rd_atomic = 4;
-  dev.modify_qp(qp, a, kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry |
-                           kAttrMaxQpRdAtomic);
+  connect(dev, qp);
   Sge sg{reinterpret_cast<uint64_t>(mem.data() + 64), 512, mr.lkey};
   RecvWr rw{1, &sg, 1};
   size_t bad;
   dev.post_recv(qp, &rw, 1, &bad);
+  Qp* tgt = xrc_target(dev, pd, cq, sg);
 
   vrnic::wire::IpUdpInfo ip;
   ip.src = {10, 0, 0, 1};
@@ -83,8 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pkt.assign(data + at, data + at + len);
     at += len;
     if (pkt.size() >= 4 + 3) {
-      // Point the BTH at the QP and seal it with a correct ICRC.
-      uint32_t qpn = dev.qp_num(qp);
+      // Point the BTH at the QP (XRC opcodes: the target) and seal it with a correct ICRC.
+      uint32_t qpn = dev.qp_num(pkt[0] >= 0xa0 && pkt[0] < 0xc0 ? tgt : qp);
       if (pkt.size() >= 8) {
         pkt[5] = static_cast<uint8_t>(qpn >> 16);
         pkt[6] = static_cast<uint8_t>(qpn >> 8);

@@ -16,7 +16,14 @@ struct Gid {
   bool is_ipv4_mapped() const;  // ::ffff:a.b.c.d
 };
 
-enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4 };
+// kXrcIni / kXrcTgt: IBV_QPT_XRC_SEND / IBV_QPT_XRC_RECV, the two halves of an XRC connection.
+enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4, kXrcIni = 9, kXrcTgt = 10 };
+// XRC is RC with the receive queue named per request (IBA 9.2, XRCETH): both halves run the
+// reliable-connected protocol, the initiator as requester only, the target as responder only.
+constexpr bool is_reliable(QpType t) {
+  return t == QpType::kRc || t == QpType::kXrcIni || t == QpType::kXrcTgt;
+}
+constexpr bool is_xrc(QpType t) { return t == QpType::kXrcIni || t == QpType::kXrcTgt; }
 enum class QpState : uint8_t { kReset = 0, kInit, kRtr, kRts, kSqd, kSqe, kErr, kUnknown };
 const char* to_string(QpState s);
 
@@ -77,6 +84,7 @@ class Srq;
 class Ah;
 class Mr;
 class Mw;
+class Xrcd;
 
 struct QpInitAttr {
   QpType type = QpType::kRc;
@@ -84,6 +92,7 @@ struct QpInitAttr {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
+  Xrcd* xrcd = nullptr;  // kXrcTgt: the XRC domain (pd, CQs and srq are not used)
   QpCap cap;  // in: requested; the engine writes back what it granted
   bool sq_sig_all = false;
   void* user_context = nullptr;  // returned in async events
@@ -133,6 +142,7 @@ struct SendWr {
   Ah* ah = nullptr;              // UD
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
+  uint32_t xrc_remote_srqn = 0;  // kXrcIni: the XRC SRQ at the target (XRCETH)
   MwBindInfo bind;               // kBindMw
 };
 

@@ -43,7 +43,8 @@ cm::Params offer(Service& s, Id* id, const rdma_conn_param* cp) {
   p.path_mtu = static_cast<uint8_t>(pa.active_mtu);
   p.local_ack_timeout = id->ack_timeout;
   p.traffic_class = id->tos;
-  p.transport = id->id.qp_type == IBV_QPT_UC ? 1 : 0;
+  // REQ transport service type: 0 RC, 1 UC, 3 = the extended type, which is XRC (IBA 12.6.5).
+  p.transport = id->id.qp_type == IBV_QPT_UC ? 1 : id->id.qp_type == IBV_QPT_XRC_SEND ? 3 : 0;
   return p;
 }
 

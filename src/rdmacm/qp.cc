@@ -87,6 +87,8 @@ int make_cqs(Id* id, int send_depth, int recv_depth) {
 
 void drop_cqs(Id* id) {
   if (!id->own_cqs) return;
+  // An XRC target's receive CQ serves its XRC SRQ: it goes with the SRQ (rdma_destroy_srq).
+  if (id->id.qp_type == IBV_QPT_XRC_RECV && id->id.srq) return;
   if (id->id.send_cq) ibv_destroy_cq(id->id.send_cq);
   if (id->id.recv_cq) ibv_destroy_cq(id->id.recv_cq);
   if (id->id.send_cq_channel) ibv_destroy_comp_channel(id->id.send_cq_channel);
@@ -94,6 +96,29 @@ void drop_cqs(Id* id) {
   id->id.send_cq = id->id.recv_cq = nullptr;
   id->id.send_cq_channel = id->id.recv_cq_channel = nullptr;
   id->own_cqs = false;
+}
+
+// An XRC SRQ (rdma_create_srq_ex with IBV_SRQT_XRC): in the process's XRC domain and
+// completing to the id's receive CQ unless the caller names them (as librdmacm).
+int create_xrc_srq(Id* id, ibv_srq_init_attr_ex* attr) {
+  rdma_cm_id* cm_id = &id->id;
+  if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+    attr->xrcd = Service::get().default_xrcd();
+    if (!attr->xrcd) return -1;
+  }
+  if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+    if (!cm_id->recv_cq && make_cqs(id, 0, static_cast<int>(attr->attr.max_wr)) != 0) {
+      drop_cqs(id);
+      return -1;
+    }
+    attr->cq = cm_id->recv_cq;
+  }
+  attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  ibv_srq* srq = ibv_create_srq_ex(cm_id->verbs, attr);
+  if (!srq) return -1;
+  cm_id->srq = srq;
+  cm_id->pd = attr->pd;
+  return 0;
 }
 
 }  // namespace
@@ -121,6 +146,12 @@ RDMACM_EXPORT int rdma_create_qp_ex(rdma_cm_id* cm_id, ibv_qp_init_attr_ex* attr
     attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
   }
   if (attr->pd->context != cm_id->verbs) return fail(EINVAL);
+  if (attr->qp_type == IBV_QPT_XRC_RECV &&
+      (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+    attr->xrcd = Service::get().default_xrcd();
+    if (!attr->xrcd) return -1;
+    attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+  }
   if ((!attr->send_cq || !attr->recv_cq) && !cm_id->send_cq) {
     if (make_cqs(id, attr->cap.max_send_wr, attr->cap.max_recv_wr) != 0) {
       drop_cqs(id);
@@ -176,7 +207,8 @@ RDMACM_EXPORT int rdma_create_srq_ex(rdma_cm_id* cm_id, ibv_srq_init_attr_ex* at
     attr->pd = cm_id->pd ? cm_id->pd : Service::get().default_pd();
     attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
   }
-  if (attr->srq_type == IBV_SRQT_XRC) return fail(EOPNOTSUPP);
+  if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type == IBV_SRQT_XRC)
+    return create_xrc_srq(to_id(cm_id), attr);
   ibv_srq_init_attr plain{};
   plain.srq_context = attr->srq_context;
   plain.attr = attr->attr;
@@ -195,6 +227,10 @@ RDMACM_EXPORT int rdma_create_srq(rdma_cm_id* cm_id, ibv_pd* pd, ibv_srq_init_at
   ex.attr = attr->attr;
   ex.comp_mask = pd ? IBV_SRQ_INIT_ATTR_PD : 0;
   ex.pd = pd;
+  if (cm_id && cm_id->qp_type == IBV_QPT_XRC_RECV) {  // an XRC id's SRQ is an XRC SRQ
+    ex.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
+    ex.srq_type = IBV_SRQT_XRC;
+  }
   const int r = rdma_create_srq_ex(cm_id, &ex);
   if (r == 0) attr->attr = ex.attr;
   return r;
@@ -204,6 +240,7 @@ RDMACM_EXPORT void rdma_destroy_srq(rdma_cm_id* cm_id) {
   if (!cm_id || !cm_id->srq) return;
   ibv_destroy_srq(cm_id->srq);
   cm_id->srq = nullptr;
+  if (!cm_id->qp) drop_cqs(to_id(cm_id));  // an XRC target's CQs, kept for the SRQ
 }
 
 // The attributes the program's own ibv_modify_qp needs for a transition, from the CM's

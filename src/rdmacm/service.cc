@@ -1,4 +1,5 @@
 // The process's CM service: the device, QP1's MADs into the cm::Manager, its timers, and its events turned into rdma_cm events.
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -131,6 +132,17 @@ void Service::finish_disconnects() {
 ibv_pd* Service::default_pd() {
   if (!pd_) pd_ = ibv_alloc_pd(ctx_);
   return pd_;
+}
+
+ibv_xrcd* Service::default_xrcd() {
+  if (!xrcd_) {
+    ibv_xrcd_init_attr a{};
+    a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    a.fd = -1;
+    a.oflags = O_CREAT;
+    xrcd_ = ibv_open_xrcd(ctx_, &a);
+  }
+  return xrcd_;
 }
 
 uint16_t Service::ephemeral_port() {

@@ -75,6 +75,8 @@ class Service {
   ibv_context* context() const { return ctx_; }
   const cm::Endpoint& address() const { return addr_; }
   ibv_pd* default_pd();
+  // The process's XRC domain on the device (fd -1, O_CREAT), for XRC ids given none.
+  ibv_xrcd* default_xrcd();
 
   std::mutex mu;  // guards everything below and every Id / Channel
   std::condition_variable cv;  // an event was acknowledged
@@ -101,6 +103,7 @@ class Service {
   struct Port;
   ibv_context* ctx_ = nullptr;
   ibv_pd* pd_ = nullptr;
+  ibv_xrcd* xrcd_ = nullptr;
   cm::Endpoint addr_;
   std::unique_ptr<Port> port_;
   std::unique_ptr<engine::Clock> clock_;

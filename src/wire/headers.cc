@@ -55,7 +55,7 @@ size_t header_size(uint8_t opcode) {
   return info.valid ? info.header_size : 0;
 }
 
-// Extended headers follow the BTH in the order of IBA 9.2 (RDETH, DETH, RETH, AtomicETH,
+// Extended headers follow the BTH in the order of IBA 9.2 (RDETH, DETH, XRCETH, RETH, AtomicETH,
 // AETH, AtomicAckETH, ImmDt, IETH); the parser and the writer share that order.
 ParseError parse_packet(std::span<const uint8_t> udp_payload, Packet& out) {
   out = Packet{};
@@ -86,6 +86,10 @@ ParseError parse_packet(std::span<const uint8_t> udp_payload, Packet& out) {
     out.deth.qkey = get32(h);
     out.deth.src_qp = get24(h + 5);
     h += kDethSize;
+  }
+  if (info.has(kHasXrceth)) {
+    out.xrc_srqn = get24(h + 1);  // byte 0 reserved
+    h += kXrcethSize;
   }
   if (info.has(kHasReth)) {
     out.reth.va = get64(h);
@@ -132,6 +136,11 @@ size_t write_headers(const Packet& pkt, uint8_t* out) {
     h[4] = 0;  // reserved
     put24(h + 5, pkt.deth.src_qp);
     h += kDethSize;
+  }
+  if (info.has(kHasXrceth)) {
+    h[0] = 0;  // reserved
+    put24(h + 1, pkt.xrc_srqn);
+    h += kXrcethSize;
   }
   if (info.has(kHasReth)) {
     put64(h, pkt.reth.va);

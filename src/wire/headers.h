@@ -9,7 +9,7 @@ namespace vrnic::wire {
 inline constexpr uint16_t kRoceV2Port = 4791;
 inline constexpr size_t kBthSize = 12, kRethSize = 16, kAethSize = 4, kAtomicEthSize = 28,
                         kAtomicAckEthSize = 8, kImmDtSize = 4, kIethSize = 4, kDethSize = 8,
-                        kIcrcSize = 4;
+                        kXrcethSize = 4, kIcrcSize = 4;
 // The CNP (opcode 0x81) carries 16 reserved bytes after the BTH (RoCEv2 Annex A17.9.3).
 inline constexpr size_t kCnpPayloadSize = 16;
 
@@ -67,6 +67,7 @@ struct Packet {
   uint32_t imm = 0;        // ImmDt, in network byte order as carried (as ibv_wc.imm_data)
   uint32_t ieth_rkey = 0;  // IETH (SEND_WITH_INVALIDATE)
   Deth deth;
+  uint32_t xrc_srqn = 0;   // XRCETH: the XRC SRQ a request is for (24-bit)
   std::span<const uint8_t> payload;  // without pad bytes and without the ICRC
 };
 

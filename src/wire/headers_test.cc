@@ -30,6 +30,7 @@ Packet sample(uint8_t opcode) {
   p.imm = htonl(0xcafef00d);
   p.ieth_rkey = 0x0badf00d;
   p.deth = {0x80010000, 0x000033};
+  p.xrc_srqn = 0x5a5a5a;
   return p;
 }
 
@@ -71,6 +72,7 @@ void expect_fields_equal(const Packet& a, const Packet& b, const OpcodeInfo& inf
   EXPECT_EQ(b.ieth_rkey, want(kHasIeth) ? a.ieth_rkey : 0);
   EXPECT_EQ(b.deth.qkey, want(kHasDeth) ? a.deth.qkey : 0);
   EXPECT_EQ(b.deth.src_qp, want(kHasDeth) ? a.deth.src_qp : 0);
+  EXPECT_EQ(b.xrc_srqn, want(kHasXrceth) ? a.xrc_srqn : 0);
 }
 
 TEST(Headers, parse_packet__round_trip_every_opcode) {
@@ -96,7 +98,7 @@ TEST(Headers, parse_packet__round_trip_every_opcode) {
       EXPECT_TRUE(std::equal(again.begin(), again.end(), bytes.begin())) << info.name;
     }
   }
-  EXPECT_EQ(tested, 38);
+  EXPECT_EQ(tested, 61);
 }
 
 TEST(Headers, write_headers__bth_layout) {

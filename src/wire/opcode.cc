@@ -1,4 +1,5 @@
-// The opcode table (IBA 9.2.1 table 35, RoCEv2 Annex A17.9.3 for the CNP), built once at compile time.
+// The opcode table (IBA 9.2.1 table 35 with XRC, RoCEv2 Annex A17.9.3 for the CNP), built once at
+// compile time.
 #include "wire/opcode.h"
 
 #include <array>
@@ -14,6 +15,7 @@ constexpr uint16_t kOnly = kIsFirst | kIsLast;
 constexpr uint8_t headers_for(uint16_t flags) {
   size_t n = kBthSize;
   if (flags & kHasDeth) n += kDethSize;
+  if (flags & kHasXrceth) n += kXrcethSize;
   if (flags & kHasReth) n += kRethSize;
   if (flags & kHasAtomicEth) n += kAtomicEthSize;
   if (flags & kHasAeth) n += kAethSize;
@@ -74,6 +76,30 @@ constexpr void add_send_write(std::array<OpcodeInfo, 256>& t, uint8_t base, Tran
   }
 }
 
+// XRC names, indexed by the operation bits (the RC opcode).
+constexpr const char* kXrcNames[24] = {
+    "XRC_SEND_FIRST", "XRC_SEND_MIDDLE", "XRC_SEND_LAST", "XRC_SEND_LAST_WITH_IMMEDIATE",
+    "XRC_SEND_ONLY", "XRC_SEND_ONLY_WITH_IMMEDIATE", "XRC_RDMA_WRITE_FIRST",
+    "XRC_RDMA_WRITE_MIDDLE", "XRC_RDMA_WRITE_LAST", "XRC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+    "XRC_RDMA_WRITE_ONLY", "XRC_RDMA_WRITE_ONLY_WITH_IMMEDIATE", "XRC_RDMA_READ_REQUEST",
+    "XRC_RDMA_READ_RESPONSE_FIRST", "XRC_RDMA_READ_RESPONSE_MIDDLE",
+    "XRC_RDMA_READ_RESPONSE_LAST", "XRC_RDMA_READ_RESPONSE_ONLY", "XRC_ACKNOWLEDGE",
+    "XRC_ATOMIC_ACKNOWLEDGE", "XRC_CMP_SWAP", "XRC_FETCH_ADD", "reserved",
+    "XRC_SEND_LAST_WITH_INVALIDATE", "XRC_SEND_ONLY_WITH_INVALIDATE"};
+
+// XRC mirrors every RC opcode 0x00..0x17 (IBA 9.2.1). Requests carry the XRCETH right after
+// the BTH (IBA 9.2: BTH, [RDETH], [DETH], [XRCETH], RETH ...); responses and ACKs do not.
+constexpr void add_xrc(std::array<OpcodeInfo, 256>& t) {
+  for (uint8_t op = 0; op < 24; ++op) {
+    const OpcodeInfo& rc = t[op];
+    if (!rc.valid) continue;
+    const bool response = rc.kind == OpKind::kAck || rc.kind == OpKind::kReadResponse ||
+                          rc.kind == OpKind::kAtomicAck;
+    const uint16_t flags = response ? rc.flags : static_cast<uint16_t>(rc.flags | kHasXrceth);
+    t[rc_to_xrc(op)] = entry(Transport::kXrc, rc.kind, flags, kXrcNames[op]);
+  }
+}
+
 constexpr std::array<OpcodeInfo, 256> make_table() {
   std::array<OpcodeInfo, 256> t{};
   add_send_write(t, 0x00, Transport::kRc, kRcNames);
@@ -114,6 +140,7 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
   // payload, so that parse_packet reports an empty payload. RD (0x40..0x5f) is not offered.
   t[kCnp] = entry(Transport::kCnp, OpKind::kCnp, 0, "CNP");
   t[kCnp].header_size = static_cast<uint8_t>(kBthSize + kCnpPayloadSize);
+  add_xrc(t);
   return t;
 }
 

@@ -17,9 +17,15 @@ enum Opcode : uint8_t {
   kUcWriteLast = 0x28, kUcWriteLastImm = 0x29, kUcWriteOnly = 0x2a, kUcWriteOnlyImm = 0x2b,
   kUdSendOnly = 0x64, kUdSendOnlyImm = 0x65,
   kCnp = 0x81,
+  // XRC (IBA 9.2.1 table 35, transport 101): the RC operations at 0xa0 | (RC opcode), 0xa0..0xb7.
+  kXrcBase = 0xa0, kXrcSendOnly = 0xa4, kXrcAck = 0xb1,
 };
 
-enum class Transport : uint8_t { kRc, kUc, kRd, kUd, kCnp };
+// The RC opcode of an XRC opcode's operation (the two transports share the operation bits).
+constexpr uint8_t xrc_to_rc(uint8_t opcode) { return opcode & 0x1f; }
+constexpr uint8_t rc_to_xrc(uint8_t opcode) { return opcode | kXrcBase; }
+
+enum class Transport : uint8_t { kRc, kUc, kRd, kUd, kCnp, kXrc };
 
 // What the packet does, independent of transport.
 enum class OpKind : uint8_t {
@@ -31,6 +37,7 @@ enum : uint16_t {
   kHasReth = 1 << 0, kHasAeth = 1 << 1, kHasAtomicEth = 1 << 2, kHasAtomicAckEth = 1 << 3,
   kHasImm = 1 << 4, kHasIeth = 1 << 5, kHasDeth = 1 << 6, kHasPayload = 1 << 7,
   kIsFirst = 1 << 8, kIsMiddle = 1 << 9, kIsLast = 1 << 10,  // ONLY = first | last
+  kHasXrceth = 1 << 11,  // XRC requests: the XRC SRQ number (IBA 9.3.x XRCETH)
 };
 // Position: single-packet requests and responses (READ request, atomics, ATOMIC ACK) are
 // ONLY; an ACK and a CNP belong to no message and carry none of the three. The CNP's 16

@@ -11,7 +11,7 @@
 namespace vrnic::wire {
 namespace {
 
-TEST(Opcode, opcode_info__valid_set_is_exactly_rc_uc_ud_cnp) {
+TEST(Opcode, opcode_info__valid_set_is_exactly_rc_uc_ud_cnp_xrc) {
   std::set<int> expect;
   for (int op = 0x00; op <= 0x14; ++op) expect.insert(op);
   expect.insert(0x16);
@@ -20,6 +20,9 @@ TEST(Opcode, opcode_info__valid_set_is_exactly_rc_uc_ud_cnp) {
   expect.insert(0x64);
   expect.insert(0x65);
   expect.insert(0x81);
+  for (int op = 0xa0; op <= 0xb4; ++op) expect.insert(op);  // XRC: 0xb5 reserved as RC 0x15
+  expect.insert(0xb6);
+  expect.insert(0xb7);
   for (int op = 0; op < 256; ++op) {
     const OpcodeInfo& i = opcode_info(static_cast<uint8_t>(op));
     EXPECT_EQ(i.valid, expect.count(op) == 1) << std::hex << op;
@@ -31,7 +34,8 @@ TEST(Opcode, opcode_info__valid_set_is_exactly_rc_uc_ud_cnp) {
 }
 
 TEST(Opcode, opcode_info__reserved_and_rd_are_invalid) {
-  for (uint8_t op : {0x15, 0x18, 0x1f, 0x2c, 0x40, 0x4a, 0x60, 0x63, 0x66, 0x80, 0x82, 0xff}) {
+  for (uint8_t op : {0x15, 0x18, 0x1f, 0x2c, 0x40, 0x4a, 0x60, 0x63, 0x66, 0x80, 0x82, 0xb5,
+                     0xb8, 0xbf, 0xff}) {
     EXPECT_FALSE(opcode_info(op).valid) << int(op);
   }
 }
@@ -56,6 +60,14 @@ TEST(Opcode, opcode_info__header_sizes) {
   EXPECT_EQ(opcode_info(kUdSendOnlyImm).header_size, 24);
   EXPECT_EQ(opcode_info(kCnp).header_size, 28);
   EXPECT_EQ(header_size(kRcCompareSwap), 40u);
+  // XRC requests: the RC size plus the 4-byte XRCETH; responses: the RC size.
+  EXPECT_EQ(opcode_info(0xa0).header_size, 16);  // XRC SEND First
+  EXPECT_EQ(opcode_info(0xaa).header_size, 32);  // XRC RDMA WRITE Only
+  EXPECT_EQ(opcode_info(0xac).header_size, 32);  // XRC RDMA READ Request
+  EXPECT_EQ(opcode_info(0xb3).header_size, 44);  // XRC CmpSwap
+  EXPECT_EQ(opcode_info(0xad).header_size, 16);  // XRC READ Response First (AETH)
+  EXPECT_EQ(opcode_info(kXrcAck).header_size, 16);
+  EXPECT_EQ(opcode_info(0xb2).header_size, 24);  // XRC Atomic ACK
 }
 
 TEST(Opcode, opcode_info__payload_presence) {
@@ -128,7 +140,7 @@ TEST(Opcode, opcode_info__transport_kind_and_names) {
     names.insert(i.name);
   }
   EXPECT_EQ(static_cast<int>(names.size()), valid);
-  EXPECT_EQ(valid, 38);
+  EXPECT_EQ(valid, 61);
 }
 
 }  // namespace

@@ -13,6 +13,27 @@ def cm(server, client, server_expect=(), client_expect=(), **extra):
                  "start_delay": 1.5}, **extra)
 
 
+def check_xrc_capture(tmp):
+    """The server's capture of rdma_xserver -c x: the client's message is an XRC SEND Only
+    (0xa4) whose XRCETH (tshark shows it as the 4 bytes after the BTH: it decodes the XRC
+    opcodes but not the XRCETH) names a non-zero XRC SRQ with the reserved byte 0, and the
+    server answers with an XRC ACK (0xb1)."""
+    out = subprocess.run(["tshark", "-r", os.path.join(tmp, "server.pcap"), "-Y",
+                          "infiniband.bth.opcode == 0xa4 || infiniband.bth.opcode == 0xb1",
+                          "-T", "fields", "-e", "ip.src", "-e", "infiniband.bth.opcode",
+                          "-e", "infiniband.vendor"], capture_output=True, text=True).stdout
+    rows = [line.split("\t") for line in out.splitlines() if line.strip()]
+    print(f"XRC packets in the server's capture: {rows}")
+
+    def xrceth_ok(r):
+        word = int(r[2].split(",")[0][:8] or "0", 16)
+        return word >> 24 == 0 and word & 0xffffff != 0
+
+    sends = [r for r in rows if r[:2] == ["127.0.0.2", "164"] and len(r) > 2 and xrceth_ok(r)]
+    acks = [r for r in rows if r[:2] == ["127.0.0.1", "177"]]
+    return [] if sends and acks else [f"no XRC SEND with an XRCETH and XRC ACK: {rows}"]
+
+
 def cm_cases(c, perftest):
     """rdmacm-utils and perftest with -R: programs that connect through librdmacm."""
     done = [r"test complete", r"return status 0"]
@@ -26,9 +47,14 @@ def cm_cases(c, perftest):
                         ["data transfers complete", *done], ["data transfers complete", *done])
     c["cm_rdma_server"] = cm(["rdma_server", "-s", "127.0.0.1"], ["rdma_client", "-s", "127.0.0.1"],
                              [r"rdma_server: end 0"], [r"rdma_client: end 0"])
-    # Their default communication type, RC (`-c x`, XRC, is refused: vrnic has no XRC QPs).
-    c["cm_rdma_xserver"] = cm(["rdma_xserver"], ["rdma_xclient", "-s", "127.0.0.1"],
-                              [r"rdma_xserver: end 0"], [r"rdma_xclient: end 0"])
+    # XRC (`-c x`): the server's XRC target QP and XRC SRQ (its number in the private data of
+    # the REP), the client's XRC initiator QP sending to that SRQ; and their default, RC.
+    c["cm_rdma_xserver"] = cm(["rdma_xserver", "-c", "x"],
+                              ["rdma_xclient", "-s", "127.0.0.1", "-c", "x"],
+                              [r"rdma_xserver: end 0"], [r"rdma_xclient: end 0"],
+                              pcap=True, post=check_xrc_capture)
+    c["cm_rdma_xserver_rc"] = cm(["rdma_xserver"], ["rdma_xclient", "-s", "127.0.0.1"],
+                                 [r"rdma_xserver: end 0"], [r"rdma_xclient: end 0"])
     # One multicast group: the receiver must count ten datagrams of the sender's forty (a
     # datagram sent before a slow receiver has joined is lost, as on any fabric).
     c["cm_mckey"] = cm(["mckey", "-m", "239.1.1.1", "-b", "127.0.0.1", "-C", "10"],

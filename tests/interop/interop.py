@@ -106,13 +106,20 @@ def srq_mw_odp_cases(c):
 
 
 def ud_uc_cases(c):
-    """Datagram (UD) and unreliable connected (UC) QPs."""
+    """Datagram (UD), unreliable connected (UC) and XRC QPs."""
     c["ud_pingpong"] = pingpong(prog="ibv_ud_pingpong")
     c["uc_pingpong"] = pingpong(prog="ibv_uc_pingpong")
     c["ib_send_bw_ud"] = perftest("ib_send_bw", ["-c", "UD"])
     c["ib_send_lat_ud"] = perftest("ib_send_lat", ["-c", "UD"])
     c["ib_send_bw_uc"] = perftest("ib_send_bw", ["-c", "UC"])
     c["ib_write_bw_uc"] = perftest("ib_write_bw", ["-c", "UC"])
+    # XRC: each side opens an XRC domain through a file, makes XRC SRQs, initiator and
+    # target QPs; every operation goes initiator -> target with the peer's SRQ number.
+    for tool in ["ib_send_bw", "ib_write_bw", "ib_read_bw", "ib_atomic_bw", "ib_send_lat"]:
+        c[tool + "_xrc"] = perftest(tool, ["-c", "XRC"])
+    # Captured: every XRC frame's ICRC checked, and tshark decodes them without error.
+    c["pcap_ib_write_bw_xrc"] = dict(perftest("ib_write_bw", ["-c", "XRC", "-n", "200"]),
+                                     pcap=True)
 
 
 def direct(spec, *checks):
