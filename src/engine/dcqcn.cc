@@ -9,11 +9,11 @@
 namespace vrnic::engine {
 
 void Dcqcn::on_cnp(uint64_t now) {
-  advance(now);  // (which may release the limiter: then this CNP starts a new one)
-  if (!limited_) {
-    // The first CNP gives the QP a rate limiter, at rate_to_set_on_first_cnp or else at the
+  advance(now);
+  if (!started_) {
+    // The QP's first CNP gives it a rate limiter, at rate_to_set_on_first_cnp or else at the
     // rate it sends now; it cuts nothing (NVIDIA's behaviour).
-    limited_ = true;
+    started_ = limited_ = true;
     if (p_.first_cnp_rate_bps > 0) rc_ = std::min(p_.first_cnp_rate_bps, p_.line_rate_bps);
     rt_ = rc_;
     alpha_ = p_.initial_alpha;
@@ -24,6 +24,14 @@ void Dcqcn::on_cnp(uint64_t now) {
     next_send_ = std::max(next_send_, now);
     restart_increase(now);
     return;
+  }
+  if (!limited_) {
+    // Released back at line rate: the limiter takes hold again at once, with alpha as it
+    // decayed meanwhile, and this CNP cuts (else a QP whose byte counter brings it back
+    // between sparse CNPs would never be slowed).
+    limited_ = true;
+    advance_alpha(now);
+    next_send_ = std::max(next_send_, now);
   }
   cnp_in_period_ = true;  // alpha rises at the end of this alpha period
   if (now - last_cut_ >= p_.rate_reduce_period_ns) cut(now);

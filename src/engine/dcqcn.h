@@ -38,15 +38,17 @@ class Dcqcn {
  public:
   explicit Dcqcn(const DcqcnParams& p) : p_(p), rc_(p.line_rate_bps), rt_(p.line_rate_bps) {}
 
-  // A CNP for this QP at `now`. The first one starts the limiter (at first_cnp_rate or the
-  // current rate, no cut); later ones cut the rate, at most once per rate-reduce period.
+  // A CNP for this QP at `now`. The QP's first one starts the limiter (at first_cnp_rate or
+  // the current rate, no cut); later ones cut the rate, at most once per rate-reduce period,
+  // also when the limiter had been released back at line rate.
   void on_cnp(uint64_t now);
   // `bytes` left at `now`: the byte counter and the pacer.
   void on_sent(uint64_t bytes, uint64_t now);
   // Runs the timer events due by `now` (the increase timer, a cut deferred by the
   // rate-reduce period) and decays alpha.
   void advance(uint64_t now);
-  // When the next timer event is due (UINT64_MAX: none; the limiter is released).
+  // When the next timer event is due (UINT64_MAX: none; the limiter is released, alpha
+  // decays on its own and is brought up to date at the next CNP).
   uint64_t next_event_ns() const;
   // When the pacer lets the next packet leave (<= now: at once).
   uint64_t next_send_ns() const { return limited_ || p_.pace_at_line_rate ? next_send_ : 0; }
@@ -65,6 +67,7 @@ class Dcqcn {
   void advance_alpha(uint64_t now);
 
   DcqcnParams p_;
+  bool started_ = false;  // a CNP has come: alpha is kept from then on
   bool limited_ = false;
   double rc_, rt_;
   double alpha_ = 0;

@@ -125,10 +125,15 @@ TEST(Dcqcn, recovery__timer_alone_brings_the_rate_back_and_releases_the_limiter)
   EXPECT_EQ(d.next_event_ns(), UINT64_MAX);
   EXPECT_EQ(events, 12);
   EXPECT_EQ(t, 3610 * kUs);
-  // A CNP after the release starts a new limiter, at line rate.
+  // A CNP after the release takes hold at once and cuts, with alpha decayed over the 3601
+  // alpha periods since the last CNP (the cut at 10 us set cnp_in_period: [10, 11) raised it).
+  const double a11 = (1 - 5.0 / 1024) * 0.95130099444636618 + 5.0 / 1024;
+  const double decayed = a11 * std::pow(1 - 5.0 / 1024, 3611 - 11);
   d.on_cnp(t + kUs);
   EXPECT_TRUE(d.limited());
-  EXPECT_EQ(d.rate_bps(), kLine);
+  EXPECT_NEAR(d.alpha(), decayed, decayed * 1e-9);
+  EXPECT_NEAR(d.rate_bps(), kLine * (1 - decayed / 2), 1.0);
+  EXPECT_EQ(d.target_bps(), kLine);
 }
 
 TEST(Dcqcn, pacer__spaces_packets_at_the_current_rate_with_a_bounded_catch_up) {
