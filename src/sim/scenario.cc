@@ -129,6 +129,8 @@ Scenario parse_scenario(const std::string& text) {
   get(j, "duration_ns", s.duration_ns);
   get(j, "long_flow_bytes", s.long_flow_bytes);
   get(j, "seed", s.seed);
+  get(j, "stats_from_ns", s.stats_from_ns);
+  if (s.stats_from_ns == UINT64_MAX) s.stats_from_ns = s.duration_ns / 2;
   if (j.contains("topology")) parse_topology(j["topology"], s);
   if (j.contains("switch")) parse_switch(j["switch"], s.sw);
   if (j.contains("nic")) parse_nic(j["nic"], s.nic);

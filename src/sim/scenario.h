@@ -38,6 +38,7 @@ struct Scenario {
   std::vector<FlowSpec> flows;
   uint64_t duration_ns = 100'000'000;  // the simulation stops here at the latest
   uint64_t long_flow_bytes = 10'000'000;  // flows this large count for fairness
+  uint64_t stats_from_ns = UINT64_MAX;  // queue means from here; default duration_ns / 2
   uint64_t seed = 1;
 
   uint32_t host_count() const { return topology == "dumbbell" ? senders + receivers : hosts; }

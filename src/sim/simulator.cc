@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 
 namespace vrnic::sim {
@@ -19,7 +17,7 @@ uint32_t ipv4_of_host(uint32_t i) { return 0x0a000000u | (i + 1); }  // 10.0.0.1
 
 Simulator::Simulator(const Scenario& sc) : sc_(sc), net_(ev_, clock_, sc.seed) {
   net_.set_sink(this);
-  net_.set_stats_from(sc_.duration_ns / 2);
+  net_.set_stats_from(sc_.stats_from_ns);
   build_topology();
   build_flows();
 }
@@ -183,14 +181,6 @@ Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) 
     const Event e = ev_.pop();
     clock_.advance_to(e.time);
     ++events;
-    if (getenv("SIMDBG2") && e.time / 5000 != dbg_t_ / 5000 && e.time < 400000) {
-      dbg_t_ = e.time;
-      std::vector<engine::QpRate> r; hosts_[0]->dev().qp_rates(r);
-      fprintf(stderr, "t=%llu q6=%llu rate0=%.2f lim=%d alpha=%.3f cnp=%llu\n", (unsigned long long)e.time,
-              (unsigned long long)net_.port(6).queue_bytes, r.empty() ? -1 : r[0].rate_bps / 1e9,
-              r.empty() ? -1 : (int)r[0].limited, r.empty() ? -1 : r[0].alpha,
-              (unsigned long long)hosts_[0]->dev().counters().rp_cnp_handled);
-    }
     if (progress && (events & ((1u << 20) - 1)) == 0) progress(e.time, events);
     if (e.kind == EventKind::kHostTimer) {
       Host& h = *hosts_[e.a];

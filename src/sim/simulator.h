@@ -77,7 +77,6 @@ class Simulator : private HostSink {
   std::vector<Flow> flows_;
   uint64_t finished_ = 0;
   uint64_t bin_ns_ = 0;
-  uint64_t dbg_t_ = 0;
 };
 
 }  // namespace vrnic::sim

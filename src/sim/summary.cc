@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 #include "sim/simulator.h"
 
@@ -52,8 +50,6 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
     std::sort(v.begin(), v.end());
     s.fct_slowdown[bucket] = {percentile(v, 0.5), percentile(v, 0.95), percentile(v, 0.99), v.size()};
   }
-  if (getenv("SIMDBG")) for (const Flow& f : flows_) { for (size_t b = 0; b + 20 <= f.bins.size(); b += 20) { uint64_t x = 0; for (size_t k = b; k < b + 20; ++k) x += f.bins[k]; fprintf(stderr, "%.1f ", x * 8.0 / (20 * bin_ns_)); } fprintf(stderr, "\n"); }
-  if (getenv("SIMDBG")) for (uint32_t i = 0; i < net_.port_count(); ++i) fprintf(stderr, "port %u node %u max %llu tx %llu marked %llu\n", i, net_.port(i).node, (unsigned long long)net_.port(i).queue_max, (unsigned long long)net_.port(i).tx_packets, (unsigned long long)net_.port(i).marked);
   const uint64_t b0 = end / 2 / bin_ns_, b1 = end / bin_ns_;  // whole bins within the window
   double sum = 0, sq = 0;
   for (const Flow& f : flows_) {
@@ -75,13 +71,13 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
   s.drops = net_.drops();
   s.pfc_pause_frames = net_.pause_frames();
   s.ecn_marked = net_.marked();
-  uint64_t busiest = 0;
+  uint64_t busiest = 0;  // the bottleneck: the port with the most queue summed at dequeue
   for (uint32_t i = 0; i < net_.port_count(); ++i) {
     const Port& p = net_.port(i);
     if (!net_.is_switch(p.node)) continue;
     s.queue_max_bytes = std::max(s.queue_max_bytes, p.queue_max);
-    if (p.queue_samples > busiest) {
-      busiest = p.queue_samples;
+    if (p.queue_samples > 0 && p.queue_sum >= busiest) {
+      busiest = p.queue_sum;
       s.bottleneck_queue_mean_bytes = p.queue_sum / p.queue_samples;
     }
   }
