@@ -73,7 +73,8 @@ class HostSink {
 
 class Network {
  public:
-  Network(EventQueue& events, SimClock& clock, uint64_t seed) : ev_(events), clock_(clock), rng_(seed) {}
+  Network(EventQueue& events, SimClock& clock, uint64_t seed)
+      : ev_(events), clock_(clock), rng_(seed) {}
 
   uint32_t add_host(uint32_t ipv4);
   uint32_t add_switch(const SwitchParams& p);

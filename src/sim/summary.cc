@@ -48,7 +48,8 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
   }
   for (auto& [bucket, v] : slow) {
     std::sort(v.begin(), v.end());
-    s.fct_slowdown[bucket] = {percentile(v, 0.5), percentile(v, 0.95), percentile(v, 0.99), v.size()};
+    s.fct_slowdown[bucket] = {percentile(v, 0.5), percentile(v, 0.95), percentile(v, 0.99),
+                              v.size()};
   }
   const uint64_t b0 = end / 2 / bin_ns_, b1 = end / bin_ns_;  // whole bins within the window
   double sum = 0, sq = 0;
@@ -61,7 +62,8 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
     sum += gbps;
     sq += gbps * gbps;
   }
-  if (s.long_flow_gbps.size() >= 2 && sq > 0) s.jain_fairness = sum * sum / (s.long_flow_gbps.size() * sq);
+  const auto n = static_cast<double>(s.long_flow_gbps.size());
+  if (n >= 2 && sq > 0) s.jain_fairness = sum * sum / (n * sq);  // Jain: (sum x)^2 / (n sum x^2)
   for (const auto& h : hosts_) {
     const engine::Counters& c = h->dev().counters();
     s.cnps_sent += c.np_cnp_sent;

@@ -16,7 +16,8 @@ namespace {
 std::string scenario_text(const std::string& name_or_file) {
   if (const char* text = sim::builtin_text(name_or_file)) return text;
   std::ifstream in(name_or_file);
-  if (!in) throw std::runtime_error("no built-in scenario or readable file \"" + name_or_file + "\"");
+  if (!in)
+    throw std::runtime_error("no built-in scenario or readable file \"" + name_or_file + "\"");
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -62,9 +63,10 @@ int cmd_sim(const SimOptions& o) {
     sim::Simulator simulator(sc);
     const auto t0 = std::chrono::steady_clock::now();  // the progress line's events/s only
     const sim::Summary s = simulator.run([&](uint64_t now, uint64_t events) {
-      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
       std::fprintf(stderr, "\r%.3f ms simulated, %llu events, %.0f events/s ", now / 1e6,
-                   (unsigned long long)events, wall > 0 ? events / wall : 0.0);
+                   (unsigned long long)events,
+                   wall.count() > 0 ? events / wall.count() : 0.0);
     });
     if (s.events >= (1u << 20)) std::fprintf(stderr, "\n");
     print_summary(s);

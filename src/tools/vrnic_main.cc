@@ -63,12 +63,15 @@ int main(int argc, char** argv) {
                           "device address; default VRNIC_IP or the first free 127.0.0.x");
 
   SimOptions sim;
-  auto* sim_cmd = app.add_subcommand("sim", "fabric simulator: vrnic sim list | vrnic sim run NAME|FILE");
+  auto* sim_cmd =
+      app.add_subcommand("sim", "fabric simulator: vrnic sim list | vrnic sim run NAME|FILE");
   sim_cmd->require_subcommand(1);
   auto* sim_list = sim_cmd->add_subcommand("list", "the built-in scenarios");
-  auto* sim_run = sim_cmd->add_subcommand("run", "run a scenario in virtual time, print its summary");
+  auto* sim_run =
+      sim_cmd->add_subcommand("run", "run a scenario in virtual time, print its summary");
   sim_run->add_option("scenario", sim.scenario, "built-in name or JSON file")->required();
-  auto* seed_opt = sim_run->add_option("--seed", sim.seed, "random seed (RED marking); default: the scenario's");
+  auto* seed_opt = sim_run->add_option("--seed", sim.seed,
+                                       "random seed (RED marking); default: the scenario's");
   sim_run->add_option("--out", sim.out, "write DIR/summary.json");
 
   app.add_subcommand("demo", "run Debian's perftest and ibverbs-utils on vrnic (--help: its options)");
