@@ -68,6 +68,25 @@ TEST(SimScenario, incast_nopfc_drops_and_go_back_n_completes_every_flow) {
   EXPECT_GE(s.retransmitted_packets, s.drops);
 }
 
+// One flow at a time through a 100 -> 25 Gb/s dumbbell with DCQCN on: each finishes within
+// 2 % of the ideal FCT (a check of the link timing, the pacing and the ideal's arithmetic).
+TEST(SimScenario, a_flow_alone_takes_its_ideal_time) {
+  const Scenario sc = parse_scenario(R"({"name": "alone",
+    "topology": {"type": "dumbbell", "host_rate_gbps": 100, "core_rate_gbps": 25},
+    "flows": [{"src": 0, "dst": 1, "bytes": 4096, "start_ns": 0},
+              {"src": 0, "dst": 1, "bytes": 1000000, "start_ns": 1000000},
+              {"src": 0, "dst": 1, "bytes": 20000000, "start_ns": 3000000}]})");
+  const Summary s = Simulator(sc).run();
+  ASSERT_EQ(s.flows_completed, 3u);
+  for (const char* bucket : {"0-64KiB", "64KiB-1MiB", "10MiB+"}) {
+    EXPECT_GE(s.fct_slowdown.at(bucket).p99, 1.0) << bucket;
+    EXPECT_LT(s.fct_slowdown.at(bucket).p99, 1.02) << bucket;
+  }
+  // 20 MB at 25 Gb/s: 6.4 ms of payload alone.
+  EXPECT_GT(s.fct_ns[2], 6'400'000u);
+  EXPECT_LT(s.fct_ns[2], 6'700'000u);
+}
+
 TEST(SimScenario, same_seed_same_summary) {
   const std::string a = summary_json(run_builtin("dcqcn-fairness", 7), false);
   const std::string b = summary_json(run_builtin("dcqcn-fairness", 7), false);

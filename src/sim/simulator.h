@@ -36,6 +36,9 @@ struct Summary {
   std::vector<uint64_t> fct_ns;  // per flow, 0 if it did not complete
 };
 
+// The FCT size buckets, smallest first: "0-64KiB", "64KiB-1MiB", "1MiB-10MiB", "10MiB+".
+const std::vector<std::string>& size_buckets();
+
 // The summary as JSON (docs/sim.md); without wall_s (and so events/s) when `with_wall` is
 // false, which makes two runs of the same scenario and seed compare equal.
 std::string summary_json(const Summary& s, bool with_wall);

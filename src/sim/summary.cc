@@ -11,11 +11,11 @@ namespace vrnic::sim {
 
 namespace {
 
-const char* size_bucket(uint64_t bytes) {
-  if (bytes <= 64 * 1024) return "0-64KiB";
-  if (bytes <= 1024 * 1024) return "64KiB-1MiB";
-  if (bytes <= 10 * 1024 * 1024) return "1MiB-10MiB";
-  return "10MiB+";
+const std::string& size_bucket(uint64_t bytes) {
+  const auto& b = size_buckets();
+  if (bytes <= 64 * 1024) return b[0];
+  if (bytes <= 1024 * 1024) return b[1];
+  return bytes <= 10 * 1024 * 1024 ? b[2] : b[3];
 }
 
 // Nearest rank (the smallest value with at least q of the sample at or below it).
@@ -25,6 +25,11 @@ double percentile(const std::vector<double>& sorted, double q) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& size_buckets() {
+  static const std::vector<std::string> all = {"0-64KiB", "64KiB-1MiB", "1MiB-10MiB", "10MiB+"};
+  return all;
+}
 
 // Fairness window: the second half of [0, end), where end is the run's end or the first
 // completion of a long flow, whichever is first (all long flows are then still running).
@@ -111,8 +116,12 @@ std::string summary_json(const Summary& s, bool with_wall) {
   j["queue_max_bytes"] = s.queue_max_bytes;
   j["bottleneck_queue_mean_bytes"] = s.bottleneck_queue_mean_bytes;
   auto& fs = j["fct_slowdown"] = nlohmann::ordered_json::object();
-  for (const auto& [bucket, p] : s.fct_slowdown)
+  for (const std::string& bucket : size_buckets()) {
+    const auto it = s.fct_slowdown.find(bucket);
+    if (it == s.fct_slowdown.end()) continue;
+    const Percentiles& p = it->second;
     fs[bucket] = {{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}};
+  }
   j["fct_ns"] = s.fct_ns;
   return j.dump(2) + "\n";
 }

@@ -41,9 +41,13 @@ void print_summary(const sim::Summary& s) {
   std::printf("switch queue: max %llu B, bottleneck mean %llu B (second half)\n",
               (unsigned long long)s.queue_max_bytes,
               (unsigned long long)s.bottleneck_queue_mean_bytes);
-  for (const auto& [bucket, p] : s.fct_slowdown)
+  for (const std::string& bucket : sim::size_buckets()) {
+    const auto it = s.fct_slowdown.find(bucket);
+    if (it == s.fct_slowdown.end()) continue;
+    const sim::Percentiles& p = it->second;
     std::printf("FCT slowdown %-10s n=%-4llu p50 %.2f  p95 %.2f  p99 %.2f\n", bucket.c_str(),
                 (unsigned long long)p.count, p.p50, p.p95, p.p99);
+  }
 }
 
 }  // namespace
