@@ -85,9 +85,7 @@ void Network::enqueue(uint32_t port, Packet&& p) {
   const Node& n = nodes_[out.node];
   if (n.is_switch && out.queue_bytes + p.wire_bytes() > n.sw.buffer_bytes) {
     ++out.drops;  // drop tail: the frame leaves the switch's buffer, and its ingress count
-    if (p.ingress != kNone) {
-      ports_[p.ingress].ingress_bytes[p.prio] -= p.wire_bytes();
-    }
+    release_ingress(n, p);
     return;
   }
   out.queue_bytes += p.wire_bytes();
@@ -132,6 +130,12 @@ void Network::leave_switch(Port& out, const Node& sw, Packet& p) {
     p.tos |= 0x3;  // CE (RFC 3168)
     ++out.marked;
   }
+  release_ingress(sw, p);
+}
+
+// A frame no longer buffered (sent or dropped) leaves its ingress port's count; at or below
+// XON a paused upstream is resumed.
+void Network::release_ingress(const Node& sw, const Packet& p) {
   if (p.ingress == kNone) return;
   Port& in = ports_[p.ingress];
   in.ingress_bytes[p.prio] -= p.wire_bytes();

@@ -113,6 +113,7 @@ class Network {
   void on_arrive(uint32_t from_port);
   void switch_receive(uint32_t port, Packet&& p);
   void leave_switch(Port& out, const Node& sw, Packet& p);
+  void release_ingress(const Node& sw, const Packet& p);
   bool red_mark(const RedParams& red, uint64_t queue_left);
   void send_pfc(uint32_t port, uint8_t prio, bool pause);
 

@@ -68,6 +68,7 @@ class Simulator : private HostSink {
   void service(uint32_t host, bool after_timer);
   void on_completion(const engine::WorkCompletion& wc);
   Summary summarise(uint64_t events, double wall_s);
+  void summarise_fabric(Summary& s) const;
 
   Scenario sc_;
   EventQueue ev_;

@@ -69,6 +69,12 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
   }
   const auto n = static_cast<double>(s.long_flow_gbps.size());
   if (n >= 2 && sq > 0) s.jain_fairness = sum * sum / (n * sq);  // Jain: (sum x)^2 / (n sum x^2)
+  summarise_fabric(s);
+  return s;
+}
+
+// The engines' counters, the switches' drops, pauses and marks, and their queues.
+void Simulator::summarise_fabric(Summary& s) const {
   for (const auto& h : hosts_) {
     const engine::Counters& c = h->dev().counters();
     s.cnps_sent += c.np_cnp_sent;
@@ -88,7 +94,6 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
       s.bottleneck_queue_mean_bytes = p.queue_sum / p.queue_samples;
     }
   }
-  return s;
 }
 
 std::string summary_json(const Summary& s, bool with_wall) {

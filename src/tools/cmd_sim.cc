@@ -38,7 +38,7 @@ void print_summary(const sim::Summary& s) {
     for (double g : s.long_flow_gbps) std::printf(" %.2f", g);
     std::printf(" Gb/s, Jain fairness %.4f\n", s.jain_fairness);
   }
-  std::printf("switch queue: max %llu B, bottleneck mean %llu B (second half)\n",
+  std::printf("switch queue: max %llu B, bottleneck mean %llu B (at dequeue, from stats_from_ns)\n",
               (unsigned long long)s.queue_max_bytes,
               (unsigned long long)s.bottleneck_queue_mean_bytes);
   for (const std::string& bucket : sim::size_buckets()) {
