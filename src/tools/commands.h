@@ -24,6 +24,15 @@ struct DevinfoOptions {
 };
 int cmd_devinfo(const DevinfoOptions& o);
 
+struct SimOptions {
+  bool list = false;
+  std::string scenario;  // a built-in name or a JSON file
+  uint64_t seed = 0;
+  bool seed_set = false;  // --seed given: it replaces the scenario's
+  std::string out;        // directory for summary.json ("" = none)
+};
+int cmd_sim(const SimOptions& o);
+
 int cmd_demo(const std::vector<std::string>& args);
 
 // Where this executable lives (from /proc/self/exe), without a trailing slash.

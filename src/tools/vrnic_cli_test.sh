@@ -41,4 +41,17 @@ check "devinfo: bad address fails" 1 $?
 "$vrnic" stats 999999999 >/dev/null 2>&1
 check "stats: no such program fails" 1 $?
 
+out=$("$vrnic" sim list | cut -d' ' -f1 | tr '\n' ' ')
+check "sim list: the built-in scenarios" "dcqcn-fairness incast-nopfc incast-pfc " "$out"
+
+simdir=$(mktemp -d)
+"$vrnic" sim run incast-pfc --seed 5 --out "$simdir" >/dev/null
+check "sim run: exit status" 0 $?
+out=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["scenario"], s["seed"], s["flows_completed"], s["drops"], s["pfc_pause_frames"] > 0)' "$simdir/summary.json")
+check "sim run: summary.json" "incast-pfc 5 16 0 True" "$out"
+rm -rf "$simdir"
+
+"$vrnic" sim run /nonexistent.json 2>/dev/null
+check "sim run: missing scenario fails" 1 $?
+
 exit $fail

@@ -1,4 +1,4 @@
-// The `vrnic` command: run, stats, devinfo, demo.
+// The `vrnic` command: run, stats, devinfo, sim, demo.
 #include <CLI/CLI.hpp>
 
 #include <cstring>
@@ -62,6 +62,18 @@ int main(int argc, char** argv) {
   devinfo_cmd->add_option("--ip", devinfo.ip,
                           "device address; default VRNIC_IP or the first free 127.0.0.x");
 
+  SimOptions sim;
+  auto* sim_cmd =
+      app.add_subcommand("sim", "fabric simulator: vrnic sim list | vrnic sim run NAME|FILE");
+  sim_cmd->require_subcommand(1);
+  auto* sim_list = sim_cmd->add_subcommand("list", "the built-in scenarios");
+  auto* sim_run =
+      sim_cmd->add_subcommand("run", "run a scenario in virtual time, print its summary");
+  sim_run->add_option("scenario", sim.scenario, "built-in name or JSON file")->required();
+  auto* seed_opt = sim_run->add_option("--seed", sim.seed,
+                                       "random seed (RED marking); default: the scenario's");
+  sim_run->add_option("--out", sim.out, "write DIR/summary.json");
+
   app.add_subcommand("demo", "run Debian's perftest and ibverbs-utils on vrnic (--help: its options)");
 
   // The program's own arguments (run) and the demo's are not vrnic's to parse.
@@ -87,5 +99,10 @@ int main(int argc, char** argv) {
   }
   if (*stats_cmd) return cmd_stats(stats);
   if (*devinfo_cmd) return cmd_devinfo(devinfo);
+  if (*sim_cmd) {
+    sim.list = static_cast<bool>(*sim_list);
+    sim.seed_set = seed_opt->count() > 0;
+    return cmd_sim(sim);
+  }
   return cmd_demo(rest);
 }

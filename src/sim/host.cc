@@ -1,0 +1,95 @@
+// A simulated host's device, port and verbs (host.h).
+#include "sim/host.h"
+
+#include <stdexcept>
+
+namespace vrnic::sim {
+
+using namespace engine;
+
+Gid gid_of_ipv4(uint32_t ipv4) {
+  Gid g;
+  g.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, static_cast<uint8_t>(ipv4 >> 24),
+           static_cast<uint8_t>(ipv4 >> 16), static_cast<uint8_t>(ipv4 >> 8),
+           static_cast<uint8_t>(ipv4)};
+  return g;
+}
+
+Host::Host(Network& net, Clock& clock, uint32_t port, uint32_t ipv4, const DeviceConfig& cfg,
+           uint32_t cq_entries)
+    : net_(net), port_(port), src_(kChunkBytes, 0x5a), dst_(16 * kChunkBytes, 0) {
+  DeviceConfig c = cfg;
+  c.gid = gid_of_ipv4(ipv4);
+  dev_ = std::make_unique<Device>(c, *this, clock, *this, *this);
+  pd_ = dev_->alloc_pd();
+  cq_ = dev_->create_cq(cq_entries, nullptr);
+  const uint32_t access = kLocalWrite | kRemoteWrite;
+  if (!pd_ || !cq_ ||
+      dev_->reg_mr(pd_, src_.data(), src_.size(), reinterpret_cast<uint64_t>(src_.data()),
+                   access, src_mr_) != 0 ||
+      dev_->reg_mr(pd_, dst_.data(), dst_.size(), reinterpret_cast<uint64_t>(dst_.data()),
+                   access, dst_mr_) != 0)
+    throw std::runtime_error("sim: host setup failed (PD, CQ or MR)");
+}
+
+void Host::send(std::span<const WirePacket> batch) {
+  for (const WirePacket& w : batch) {
+    Packet p;
+    p.ip = w.ip;
+    p.tos = w.tos;
+    p.bytes.assign(w.data.begin(), w.data.end());
+    net_.enqueue(port_, std::move(p));
+  }
+}
+
+Qp* Host::create_qp(uint32_t send_wqes) {
+  QpInitAttr init;
+  init.pd = pd_;
+  init.send_cq = init.recv_cq = cq_;
+  init.cap = {send_wqes, 1, 1, 1, 0};
+  Errno err = 0;
+  Qp* qp = dev_->create_qp(init, err);
+  if (!qp) throw std::runtime_error("sim: create_qp failed, errno " + std::to_string(err));
+  return qp;
+}
+
+int Host::connect(Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, uint32_t mtu,
+                  uint8_t ack_timeout) {
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.port_num = 1;
+  a.qp_access_flags = kRemoteWrite;
+  if (int e = dev_->modify_qp(qp, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags))
+    return e;
+  a.qp_state = QpState::kRtr;
+  a.path_mtu = static_cast<uint8_t>(mtu == 256 ? 1 : mtu == 512 ? 2 : mtu == 1024 ? 3
+                                    : mtu == 2048 ? 4 : 5);  // IBV_MTU_256 .. IBV_MTU_4096
+  a.dest_qp_num = peer_qpn;
+  a.ah.dgid = gid_of_ipv4(peer_ipv4);
+  a.max_dest_rd_atomic = 1;
+  if (int e = dev_->modify_qp(qp, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
+                                         kAttrRqPsn | kAttrMaxDestRdAtomic | kAttrMinRnrTimer))
+    return e;
+  a.qp_state = QpState::kRts;
+  a.timeout = ack_timeout;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 1;
+  return dev_->modify_qp(qp, a, kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
+                                    kAttrRnrRetry | kAttrMaxQpRdAtomic);
+}
+
+int Host::post_write(Qp* qp, const Host& peer, uint64_t wr_id, uint32_t bytes, uint32_t slot) {
+  Sge s{reinterpret_cast<uint64_t>(src_.data()), bytes, src_mr_.lkey};
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  wr.send_flags = kSendSignaled;
+  wr.remote_addr = reinterpret_cast<uint64_t>(peer.dst_.data()) + (slot % 16) * kChunkBytes;
+  wr.rkey = peer.dst_mr_.rkey;
+  return dev_->post_send(qp, &wr, 1, nullptr);
+}
+
+}  // namespace vrnic::sim

@@ -1,0 +1,56 @@
+// A simulated host: a real engine::Device whose PacketPort is its NIC's port on a simulated
+// link, the memory it writes from and into, and the verbs the simulator's flows use (one CQ,
+// RC QPs connected in place, 64 KiB RDMA WRITEs).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/device.h"
+#include "sim/network.h"
+
+namespace vrnic::sim {
+
+inline constexpr uint32_t kChunkBytes = 64 * 1024;  // one RDMA WRITE of a flow at most
+
+engine::Gid gid_of_ipv4(uint32_t ipv4);
+
+class Host : public engine::PacketPort, public engine::EventSink, public engine::HostMemory {
+ public:
+  // `port`: the host's port in `net`, where its packets go.
+  Host(Network& net, engine::Clock& clock, uint32_t port, uint32_t ipv4,
+       const engine::DeviceConfig& cfg, uint32_t cq_entries);
+
+  // PacketPort: every packet the engine sends goes onto the NIC's egress queue, copied.
+  void send(std::span<const engine::WirePacket> batch) override;
+  uint16_t source_port_for(uint32_t qpn) override { return 0xc000 | (qpn & 0x3fff); }
+  // EventSink: the simulator polls; nothing waits on events.
+  void on_cq_event(engine::Cq*, void*) override {}
+  void on_async_event(const engine::AsyncEvent&) override {}
+  // HostMemory: only pinned regions here, never asked; every page is present.
+  bool pages_present(const uint8_t*, uint64_t, bool) override { return true; }
+
+  // An RC QP in RESET (allocated, not connected); its QPN is dev().qp_num(qp).
+  engine::Qp* create_qp(uint32_t send_wqes);
+  // Moves `qp` through INIT, RTR and RTS toward `peer_qpn` at `peer_ipv4`. Returns 0 or errno.
+  int connect(engine::Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, uint32_t mtu,
+              uint8_t ack_timeout);
+  // Posts one signaled RDMA WRITE of `bytes` (<= kChunkBytes) into `peer`'s memory.
+  int post_write(engine::Qp* qp, const Host& peer, uint64_t wr_id, uint32_t bytes, uint32_t slot);
+
+  engine::Device& dev() { return *dev_; }
+  engine::Cq* cq() { return cq_; }
+  // The engine's timer as the event queue knows it: when it is armed and its generation.
+  uint64_t timer_at = UINT64_MAX, timer_gen = 0;
+
+ private:
+  Network& net_;
+  uint32_t port_;
+  std::unique_ptr<engine::Device> dev_;
+  engine::Pd* pd_ = nullptr;
+  engine::Cq* cq_ = nullptr;
+  std::vector<uint8_t> src_, dst_;  // what flows write from; where peers write into
+  engine::MrInfo src_mr_, dst_mr_;
+};
+
+}  // namespace vrnic::sim

@@ -1,0 +1,131 @@
+// The fabric of a simulation: links (rate, propagation delay, FIFO serialisation per
+// direction), output-queued switches (per egress port and priority a drop-tail queue, RED/ECN
+// marking at dequeue, PFC by ingress accounting) and the hosts' NIC ports, with static
+// routes by destination IP. Time moves only through the EventQueue.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/ports.h"
+#include "sim/event_queue.h"
+
+namespace vrnic::sim {
+
+inline constexpr int kPriorities = 8;  // 802.1Qbb: eight priorities; all traffic uses 0 yet
+inline constexpr uint32_t kNone = UINT32_MAX;
+// Bytes a frame occupies on the wire around the UDP payload: preamble and gap (20),
+// Ethernet header and FCS (18), IPv4 (20), UDP (8).
+inline constexpr uint64_t kFrameOverhead = 20 + 18 + 20 + 8;
+inline constexpr uint64_t kPauseFrameBytes = 64 + 20;  // a PFC frame: minimum frame + gap
+
+struct Packet {
+  wire::IpUdpInfo ip;
+  uint8_t tos = 0;
+  uint8_t prio = 0;
+  uint32_t ingress = kNone;  // the switch port it came in on (PFC accounting)
+  std::vector<uint8_t> bytes;  // the UDP payload: BTH .. ICRC
+  uint64_t wire_bytes() const { return bytes.size() + kFrameOverhead; }
+};
+
+// BTH opcodes that are never marked (acknowledgements and CNPs).
+bool is_ack_or_cnp(const Packet& p);
+uint64_t serialize_ns(uint64_t wire_bytes, double rate_bps);
+
+struct RedParams {
+  bool enabled = true;
+  uint64_t kmin = 5'000, kmax = 200'000;  // bytes of queue left behind at dequeue
+  double pmax = 0.01;
+};
+
+struct SwitchParams {
+  uint64_t buffer_bytes = 1'000'000;  // per egress port (all priorities); drop tail beyond
+  RedParams red;                      // the same for every queue
+  bool pfc = false;
+  uint64_t xoff = 40'000, xon = 20'000;  // ingress bytes per priority
+};
+
+struct Port {
+  uint32_t node = kNone, peer = kNone;  // the owning node; the port at the link's far end
+  double rate_bps = 0;
+  uint64_t delay_ns = 0;
+  std::array<std::deque<Packet>, kPriorities> queue;
+  uint64_t queue_bytes = 0;           // all priorities
+  std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
+  bool busy = false;
+  std::deque<Packet> in_flight;  // serialised or on the wire, oldest first
+  // Ingress side (switch ports): bytes of the packets that came in here, still buffered.
+  std::array<uint64_t, kPriorities> ingress_bytes{};
+  std::array<bool, kPriorities> pause_sent{};
+  // Counters.
+  uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
+  uint64_t queue_samples = 0, queue_sum = 0;  // queue left at dequeue, after stats_from_ns
+};
+
+// Where packets for a host go: the simulator's hosts implement it.
+class HostSink {
+ public:
+  virtual ~HostSink() = default;
+  virtual void deliver(uint32_t node, Packet&& p) = 0;
+};
+
+class Network {
+ public:
+  Network(EventQueue& events, SimClock& clock, uint64_t seed)
+      : ev_(events), clock_(clock), rng_(seed) {}
+
+  uint32_t add_host(uint32_t ipv4);
+  uint32_t add_switch(const SwitchParams& p);
+  // A full-duplex link: one port on each node. Returns the port on `a`.
+  uint32_t connect(uint32_t a, uint32_t b, double rate_bps, uint64_t delay_ns);
+  // Static routes: every switch sends toward each host along a shortest path (BFS).
+  void compute_routes();
+  void set_sink(HostSink* sink) { sink_ = sink; }
+  void set_stats_from(uint64_t t) { stats_from_ = t; }
+
+  // A packet into a port's egress queue (a host's NIC, or a switch after routing).
+  void enqueue(uint32_t port, Packet&& p);
+  void handle(const Event& e);  // kTxDone, kArrive, kPause
+
+  uint32_t host_port(uint32_t node) const { return nodes_[node].ports.front(); }
+  bool is_switch(uint32_t node) const { return nodes_[node].is_switch; }
+  uint32_t ipv4_of(uint32_t node) const { return nodes_[node].ipv4; }
+  // The egress ports a packet from host `src` to host `dst` leaves through, in order.
+  std::vector<uint32_t> path(uint32_t src, uint32_t dst) const;
+  const Port& port(uint32_t i) const { return ports_[i]; }
+  size_t port_count() const { return ports_.size(); }
+  size_t node_count() const { return nodes_.size(); }
+  uint64_t drops() const;
+  uint64_t pause_frames() const;
+  uint64_t marked() const;
+
+ private:
+  struct Node {
+    bool is_switch = false;
+    uint32_t ipv4 = 0;
+    SwitchParams sw;
+    std::vector<uint32_t> ports;
+    std::unordered_map<uint32_t, uint32_t> routes;  // destination IPv4 -> egress port
+  };
+  void try_send(uint32_t port);
+  void on_arrive(uint32_t from_port);
+  void switch_receive(uint32_t port, Packet&& p);
+  void leave_switch(Port& out, const Node& sw, Packet& p);
+  void release_ingress(const Node& sw, const Packet& p);
+  bool red_mark(const RedParams& red, uint64_t queue_left);
+  void send_pfc(uint32_t port, uint8_t prio, bool pause);
+
+  EventQueue& ev_;
+  SimClock& clock_;
+  Rng rng_;
+  HostSink* sink_ = nullptr;
+  std::vector<Node> nodes_;
+  std::vector<Port> ports_;
+  uint64_t stats_from_ = 0;
+};
+
+uint32_t ipv4_of_packet(const Packet& p);
+
+}  // namespace vrnic::sim

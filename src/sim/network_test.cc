@@ -1,0 +1,158 @@
+// The fabric without engines: serialisation and propagation timing through a switch, RED
+// marking against the queue a packet leaves behind, PFC pause and resume against drops.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sim/network.h"
+
+namespace vrnic::sim {
+namespace {
+
+struct Arrival {
+  uint64_t time;
+  uint8_t tos;
+  uint8_t opcode;
+  uint32_t seq;
+};
+
+struct Recorder : HostSink {
+  SimClock* clock = nullptr;
+  std::vector<Arrival> got;
+  void deliver(uint32_t, Packet&& p) override {
+    got.push_back({clock->now_ns(), p.tos, p.bytes[0], p.bytes[1] | uint32_t{p.bytes[2]} << 8});
+  }
+};
+
+// Host A and host B on one switch: A's link at `rate_a`, B's at `rate_b`.
+struct Fabric {
+  EventQueue ev;
+  SimClock clock;
+  Network net{ev, clock, 1};
+  Recorder rec;
+  uint32_t a, b, sw;
+  Fabric(const SwitchParams& sp, double rate_a, double rate_b, uint64_t delay) {
+    a = net.add_host(0x0a000001);
+    b = net.add_host(0x0a000002);
+    sw = net.add_switch(sp);
+    net.connect(a, sw, rate_a, delay);
+    net.connect(b, sw, rate_b, delay);
+    net.compute_routes();
+    rec.clock = &clock;
+    net.set_sink(&rec);
+  }
+  void send(uint32_t n, size_t payload, uint8_t tos, uint8_t opcode = 0x0a) {
+    for (uint32_t i = 0; i < n; ++i) {
+      Packet p;
+      p.ip.dst = {10, 0, 0, 2};
+      p.tos = tos;
+      p.bytes.assign(payload, 0);
+      p.bytes[0] = opcode;
+      p.bytes[1] = static_cast<uint8_t>(i);
+      p.bytes[2] = static_cast<uint8_t>(i >> 8);
+      net.enqueue(net.host_port(a), std::move(p));
+    }
+  }
+  void run() {
+    while (!ev.empty()) {
+      const Event e = ev.pop();
+      clock.advance_to(e.time);
+      net.handle(e);
+    }
+  }
+  const Port& switch_port_to_b() const { return net.port(net.path(a, b).back()); }
+};
+
+TEST(SimNetwork, serialisation_and_delay_through_a_store_and_forward_switch) {
+  Fabric f(SwitchParams{}, 10e9, 10e9, 500);
+  f.send(3, 1000, 0);
+  f.run();
+  const uint64_t ser = serialize_ns(1000 + kFrameOverhead, 10e9);  // 852.8 -> 853 ns
+  EXPECT_EQ(ser, 853u);
+  ASSERT_EQ(f.rec.got.size(), 3u);
+  for (uint32_t k = 0; k < 3; ++k) {
+    // Back to back on A's link; the switch forwards each once it is whole.
+    EXPECT_EQ(f.rec.got[k].time, (k + 1) * ser + 500 + ser + 500) << k;
+    EXPECT_EQ(f.rec.got[k].seq, k);
+  }
+  // A slower egress: the switch's link sets the spacing.
+  Fabric g(SwitchParams{}, 10e9, 1e9, 500);
+  g.send(3, 1000, 0);
+  g.run();
+  const uint64_t slow = serialize_ns(1000 + kFrameOverhead, 1e9);
+  ASSERT_EQ(g.rec.got.size(), 3u);
+  EXPECT_EQ(g.rec.got[0].time, ser + 500 + slow + 500);
+  EXPECT_EQ(g.rec.got[1].time - g.rec.got[0].time, slow);
+  EXPECT_EQ(g.rec.got[2].time - g.rec.got[1].time, slow);
+}
+
+// 100 packets burst from 100 Gb/s into 1 Gb/s: the k-th to leave (k >= 1) leaves
+// (99 - k) frames behind it. Kmin 20 frames, Kmax 60 frames (plus half a frame).
+TEST(SimNetwork, red_marks_never_below_kmin_always_above_kmax_only_ect_data) {
+  const uint64_t w = 1000 + kFrameOverhead;
+  SwitchParams sp;
+  sp.buffer_bytes = 1'000'000;
+  sp.red = {true, 20 * w + w / 2, 60 * w + w / 2, 0.5};
+  for (uint8_t tos : {uint8_t{0x02}, uint8_t{0x01}}) {  // ECT(0), ECT(1)
+    Fabric f(sp, 100e9, 1e9, 100);
+    f.send(100, 1000, tos);
+    f.run();
+    ASSERT_EQ(f.rec.got.size(), 100u);
+    int middle_marked = 0;
+    for (uint32_t k = 1; k < 100; ++k) {
+      const uint64_t left = (99 - k) * w;
+      const bool ce = (f.rec.got[k].tos & 3) == 3;
+      if (left <= sp.red.kmin) EXPECT_FALSE(ce) << k;
+      if (left > sp.red.kmax) EXPECT_TRUE(ce) << k;
+      if (left > sp.red.kmin && left <= sp.red.kmax) middle_marked += ce;
+    }
+    EXPECT_GT(middle_marked, 0);  // 40 packets at up to 50 %
+    EXPECT_LT(middle_marked, 40);
+    EXPECT_EQ(f.switch_port_to_b().marked, 38u + middle_marked);  // 38 above Kmax
+  }
+  // Not-ECT data, and ACKs / CNPs even if ECT, are never marked.
+  for (auto [tos, opcode] : {std::pair<uint8_t, uint8_t>{0x00, 0x0a}, {0x02, 0x11}, {0x02, 0x12},
+                             {0x02, 0x81}}) {
+    Fabric f(sp, 100e9, 1e9, 100);
+    f.send(100, 1000, tos, opcode);
+    f.run();
+    ASSERT_EQ(f.rec.got.size(), 100u);
+    for (const Arrival& a : f.rec.got) EXPECT_EQ(a.tos, tos);
+    EXPECT_EQ(f.switch_port_to_b().marked, 0u);
+  }
+}
+
+// 300 frames from 100 Gb/s into 10 Gb/s with 100 KB of buffer: PFC pauses A before the
+// buffer fills and nothing is lost; without PFC the tail is dropped.
+TEST(SimNetwork, pfc_pauses_and_resumes_the_upstream_instead_of_dropping) {
+  const uint64_t w = 1000 + kFrameOverhead;
+  SwitchParams sp;
+  sp.buffer_bytes = 100'000;
+  sp.red.enabled = false;
+  sp.pfc = true;
+  sp.xoff = 30'000;
+  sp.xon = 15'000;
+  Fabric f(sp, 100e9, 10e9, 1000);
+  f.send(300, 1000, 0);
+  f.run();
+  ASSERT_EQ(f.rec.got.size(), 300u);
+  for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(f.rec.got[k].seq, k);  // in order, none lost
+  EXPECT_EQ(f.net.drops(), 0u);
+  EXPECT_GT(f.net.pause_frames(), 1u);  // paused more than once: it resumed in between
+  // The queue stays within XOFF plus what was already on its way when the PAUSE went out
+  // (one link delay each way at 100 Gb/s, a frame in serialisation at each end).
+  const uint64_t headroom = 2 * 1000 * 100 / 8 + 2 * w;
+  EXPECT_LE(f.switch_port_to_b().queue_max, sp.xoff + headroom + w);
+  EXPECT_FALSE(f.net.port(f.net.host_port(f.a)).paused[0]);  // resumed at the end
+
+  sp.pfc = false;
+  Fabric g(sp, 100e9, 10e9, 1000);
+  g.send(300, 1000, 0);
+  g.run();
+  EXPECT_GT(g.net.drops(), 0u);
+  EXPECT_EQ(g.rec.got.size() + g.net.drops(), 300u);
+  EXPECT_EQ(g.net.pause_frames(), 0u);
+}
+
+}  // namespace
+}  // namespace vrnic::sim

@@ -1,0 +1,144 @@
+// Scenario files: JSON to Scenario (scenario.h); field names in docs/sim.md.
+#include "sim/scenario.h"
+
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+namespace vrnic::sim {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+void get(const json& j, const char* key, T& out) {
+  if (!j.contains(key)) return;
+  try {
+    out = j.at(key).get<T>();
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("scenario: bad value for \"") + key + "\": " + e.what());
+  }
+}
+
+void get_gbps(const json& j, const char* key, double& bps) {
+  double gbps = bps / 1e9;
+  get(j, key, gbps);
+  if (gbps <= 0) throw std::runtime_error(std::string("scenario: ") + key + " must be > 0");
+  bps = gbps * 1e9;
+}
+
+void parse_switch(const json& j, SwitchParams& s) {
+  get(j, "buffer_bytes", s.buffer_bytes);
+  if (j.contains("ecn")) {
+    const json& e = j["ecn"];
+    get(e, "enabled", s.red.enabled);
+    get(e, "kmin", s.red.kmin);
+    get(e, "kmax", s.red.kmax);
+    get(e, "pmax", s.red.pmax);
+    if (s.red.kmax <= s.red.kmin) throw std::runtime_error("scenario: ecn kmax must be > kmin");
+  }
+  if (j.contains("pfc")) {
+    const json& p = j["pfc"];
+    get(p, "enabled", s.pfc);
+    get(p, "xoff", s.xoff);
+    get(p, "xon", s.xon);
+    if (s.xon > s.xoff) throw std::runtime_error("scenario: pfc xon must be <= xoff");
+  }
+}
+
+void parse_nic(const json& j, NicParams& n) {
+  get(j, "processing_delay_ns", n.processing_delay_ns);
+  get(j, "mtu", n.mtu);
+  get(j, "send_window_bytes", n.send_window_bytes);
+  get(j, "wqes_in_flight", n.wqes_in_flight);
+  get(j, "ack_timeout", n.ack_timeout);
+  get(j, "cc", n.cc);
+  if (n.mtu != 256 && n.mtu != 512 && n.mtu != 1024 && n.mtu != 2048 && n.mtu != 4096)
+    throw std::runtime_error("scenario: nic mtu must be 256, 512, 1024, 2048 or 4096");
+  if (n.wqes_in_flight == 0) throw std::runtime_error("scenario: nic wqes_in_flight must be > 0");
+}
+
+// DCQCN overrides by the DcqcnParams member names (rates in b/s, times in ns).
+void parse_dcqcn(const json& j, engine::DcqcnParams& d) {
+  get(j, "first_cnp_rate_bps", d.first_cnp_rate_bps);
+  get(j, "g", d.g);
+  get(j, "alpha_period_ns", d.alpha_period_ns);
+  get(j, "initial_alpha", d.initial_alpha);
+  get(j, "rate_reduce_period_ns", d.rate_reduce_period_ns);
+  get(j, "min_dec_fraction", d.min_dec_fraction);
+  get(j, "min_rate_bps", d.min_rate_bps);
+  get(j, "ai_rate_bps", d.ai_rate_bps);
+  get(j, "hai_rate_bps", d.hai_rate_bps);
+  get(j, "timer_ns", d.timer_ns);
+  get(j, "byte_reset", d.byte_reset);
+  get(j, "threshold", d.threshold);
+  get(j, "min_time_between_cnps_ns", d.min_time_between_cnps_ns);
+}
+
+// A flow entry; "src" is a host or an inclusive range [first, last] (one flow each).
+void parse_flow(const json& f, const Scenario& s, std::vector<FlowSpec>& out) {
+  uint32_t first = 0, last = 0;
+  if (f.contains("src") && f["src"].is_array() && f["src"].size() == 2) {
+    first = f["src"][0].get<uint32_t>();
+    last = f["src"][1].get<uint32_t>();
+  } else {
+    get(f, "src", first);
+    last = first;
+  }
+  FlowSpec spec;
+  get(f, "dst", spec.dst);
+  get(f, "bytes", spec.bytes);
+  get(f, "start_ns", spec.start_ns);
+  if (spec.bytes == 0) throw std::runtime_error("scenario: a flow needs \"bytes\" > 0");
+  for (uint32_t h = first; h <= last; ++h) {
+    if (h >= s.host_count() || spec.dst >= s.host_count() || h == spec.dst)
+      throw std::runtime_error("scenario: flow " + std::to_string(h) + " -> " +
+                               std::to_string(spec.dst) + ": no such pair of hosts");
+    spec.src = h;
+    out.push_back(spec);
+  }
+}
+
+void parse_topology(const json& t, Scenario& s) {
+  get(t, "type", s.topology);
+  get(t, "hosts", s.hosts);
+  get(t, "senders", s.senders);
+  get(t, "receivers", s.receivers);
+  get_gbps(t, "host_rate_gbps", s.host_rate_bps);
+  s.core_rate_bps = s.host_rate_bps;
+  get_gbps(t, "core_rate_gbps", s.core_rate_bps);
+  get(t, "link_delay_ns", s.link_delay_ns);
+  if (s.topology != "star" && s.topology != "dumbbell")
+    throw std::runtime_error("scenario: topology type must be \"star\" or \"dumbbell\"");
+  if (s.host_count() < 2 || s.host_count() > 4096)
+    throw std::runtime_error("scenario: 2 to 4096 hosts");
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("scenario: not JSON: ") + e.what());
+  }
+  Scenario s;
+  get(j, "name", s.name);
+  get(j, "description", s.description);
+  get(j, "duration_ns", s.duration_ns);
+  get(j, "long_flow_bytes", s.long_flow_bytes);
+  get(j, "seed", s.seed);
+  get(j, "stats_from_ns", s.stats_from_ns);
+  if (s.stats_from_ns == UINT64_MAX) s.stats_from_ns = s.duration_ns / 2;
+  if (j.contains("topology")) parse_topology(j["topology"], s);
+  if (j.contains("switch")) parse_switch(j["switch"], s.sw);
+  if (j.contains("nic")) parse_nic(j["nic"], s.nic);
+  if (j.contains("dcqcn")) parse_dcqcn(j["dcqcn"], s.dcqcn);
+  if (j.contains("flows"))
+    for (const json& f : j["flows"]) parse_flow(f, s, s.flows);
+  if (s.flows.empty()) throw std::runtime_error("scenario: no flows");
+  return s;
+}
+
+}  // namespace vrnic::sim

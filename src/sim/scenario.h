@@ -1,0 +1,53 @@
+// A simulation scenario: topology, link, switch, NIC and DCQCN parameters, and the flows;
+// read from JSON (docs/sim.md "Scenario files"), and the built-in scenarios by name.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/dcqcn.h"
+#include "sim/network.h"
+
+namespace vrnic::sim {
+
+struct FlowSpec {
+  uint32_t src = 0, dst = 0;  // host indices
+  uint64_t bytes = 0;
+  uint64_t start_ns = 0;
+};
+
+struct NicParams {
+  uint64_t processing_delay_ns = 1000;  // between a flow's start and its first post
+  uint32_t mtu = 4096;                  // path MTU of the QPs: 256..4096
+  uint32_t send_window_bytes = 256 * 1024;
+  uint32_t wqes_in_flight = 16;         // WRITEs of 64 KiB a flow keeps posted
+  uint8_t ack_timeout = 10;             // local ACK timeout exponent: 4.096 us * 2^n
+  bool cc = true;                       // ECN + DCQCN (DcqcnParams::enabled)
+};
+
+struct Scenario {
+  std::string name, description;
+  std::string topology = "star";  // "star": hosts on one switch; "dumbbell": two switches
+  uint32_t hosts = 2;             // star
+  uint32_t senders = 1, receivers = 1;  // dumbbell: hosts 0..N-1 left, N..N+M-1 right
+  double host_rate_bps = 100e9, core_rate_bps = 100e9;  // host links; the switch-switch link
+  uint64_t link_delay_ns = 1000;
+  SwitchParams sw;
+  NicParams nic;
+  engine::DcqcnParams dcqcn;  // line_rate_bps is set from the host link
+  std::vector<FlowSpec> flows;
+  uint64_t duration_ns = 100'000'000;  // the simulation stops here at the latest
+  uint64_t long_flow_bytes = 10'000'000;  // flows this large count for fairness
+  uint64_t stats_from_ns = UINT64_MAX;  // queue means from here; default duration_ns / 2
+  uint64_t seed = 1;
+
+  uint32_t host_count() const { return topology == "dumbbell" ? senders + receivers : hosts; }
+};
+
+// Parses a scenario; throws std::runtime_error naming the bad field.
+Scenario parse_scenario(const std::string& json_text);
+// The built-in scenarios (src/sim/scenarios/*.json, compiled in): names and texts.
+std::vector<std::string> builtin_names();
+const char* builtin_text(const std::string& name);  // null: no such scenario
+
+}  // namespace vrnic::sim

@@ -1,0 +1,132 @@
+// The built-in scenarios run to their documented outcomes, the same seed gives the same
+// summary, and bad scenario files are refused with the field named.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "sim/simulator.h"
+
+namespace vrnic::sim {
+namespace {
+
+Summary run_builtin(const std::string& name, uint64_t seed = 1) {
+  const char* text = builtin_text(name);
+  EXPECT_NE(text, nullptr) << name;
+  Scenario sc = parse_scenario(text);
+  sc.seed = seed;
+  Simulator sim(sc);
+  Summary s = sim.run();
+  std::printf("%s", summary_json(s, true).c_str());
+  return s;
+}
+
+// The second flow joins at 2 ms; over the second half (10..20 ms) the two share the
+// 100 Gb/s bottleneck equally and nearly fill it, and the queue stays below Kmax (400 KB).
+TEST(SimScenario, dcqcn_fairness) {
+  const Summary s = run_builtin("dcqcn-fairness");
+  EXPECT_GT(s.cnps_sent, 0u);
+  EXPECT_GT(s.ecn_marked, 0u);
+  EXPECT_EQ(s.drops, 0u);
+  ASSERT_EQ(s.long_flow_gbps.size(), 2u);
+  EXPECT_GE(s.jain_fairness, 0.99);
+  EXPECT_GT(s.long_flow_gbps[0] + s.long_flow_gbps[1], 85.0);
+  EXPECT_LT(s.bottleneck_queue_mean_bytes, 400'000u);
+  EXPECT_GT(s.bottleneck_queue_mean_bytes, 0u);
+}
+
+// The same scenario without congestion control: the queue holds both windows (2 MB).
+TEST(SimScenario, without_dcqcn_the_queue_holds_the_windows) {
+  Scenario sc = parse_scenario(builtin_text("dcqcn-fairness"));
+  sc.nic.cc = false;
+  sc.duration_ns = 5'000'000;
+  sc.stats_from_ns = 2'500'000;
+  const Summary s = Simulator(sc).run();
+  EXPECT_EQ(s.cnps_sent, 0u);
+  EXPECT_EQ(s.ecn_marked, 0u);  // Not-ECT: nothing to mark
+  EXPECT_GT(s.bottleneck_queue_mean_bytes, 1'500'000u);
+}
+
+TEST(SimScenario, incast_pfc_pauses_and_drops_nothing) {
+  const Summary s = run_builtin("incast-pfc");
+  EXPECT_EQ(s.flows_completed, 16u);
+  EXPECT_EQ(s.flows_failed, 0u);
+  EXPECT_EQ(s.drops, 0u);
+  EXPECT_GT(s.pfc_pause_frames, 0u);
+  EXPECT_EQ(s.retransmitted_packets, 0u);
+  // 16 MB through one 100 Gb/s port take 1.3 ms: every flow about 16 times its ideal.
+  EXPECT_LT(s.sim_time_ns, 1'500'000u);
+  EXPECT_GT(s.fct_slowdown.at("64KiB-1MiB").p50, 8.0);
+}
+
+TEST(SimScenario, incast_nopfc_drops_and_go_back_n_completes_every_flow) {
+  const Summary s = run_builtin("incast-nopfc");
+  EXPECT_EQ(s.flows_completed, 16u);
+  EXPECT_EQ(s.flows_failed, 0u);
+  EXPECT_GT(s.drops, 0u);
+  EXPECT_EQ(s.pfc_pause_frames, 0u);
+  EXPECT_GE(s.retransmitted_packets, s.drops);
+}
+
+// One flow at a time through a 100 -> 25 Gb/s dumbbell with DCQCN on: each finishes within
+// 2 % of the ideal FCT (a check of the link timing, the pacing and the ideal's arithmetic;
+// the ideal takes the first packet's size for the last's, so it may be a little long).
+TEST(SimScenario, a_flow_alone_takes_its_ideal_time) {
+  const Scenario sc = parse_scenario(R"({"name": "alone",
+    "topology": {"type": "dumbbell", "host_rate_gbps": 100, "core_rate_gbps": 25},
+    "flows": [{"src": 0, "dst": 1, "bytes": 4096, "start_ns": 0},
+              {"src": 0, "dst": 1, "bytes": 1000000, "start_ns": 1000000},
+              {"src": 0, "dst": 1, "bytes": 20000000, "start_ns": 3000000}]})");
+  const Summary s = Simulator(sc).run();
+  ASSERT_EQ(s.flows_completed, 3u);
+  for (const char* bucket : {"0-64KiB", "64KiB-1MiB", "10MiB+"}) {
+    EXPECT_GE(s.fct_slowdown.at(bucket).p99, 0.99) << bucket;
+    EXPECT_LT(s.fct_slowdown.at(bucket).p99, 1.02) << bucket;
+  }
+  // 20 MB at 25 Gb/s: 6.4 ms of payload alone.
+  EXPECT_GT(s.fct_ns[2], 6'400'000u);
+  EXPECT_LT(s.fct_ns[2], 6'700'000u);
+}
+
+TEST(SimScenario, same_seed_same_summary) {
+  const std::string a = summary_json(run_builtin("dcqcn-fairness", 7), false);
+  const std::string b = summary_json(run_builtin("dcqcn-fairness", 7), false);
+  const std::string c = summary_json(run_builtin("dcqcn-fairness", 8), false);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);  // RED draws other marks
+  EXPECT_EQ(a.find("wall_s"), std::string::npos);
+}
+
+TEST(SimScenario, every_builtin_parses) {
+  const auto names = builtin_names();
+  EXPECT_EQ(names, (std::vector<std::string>{"dcqcn-fairness", "incast-nopfc", "incast-pfc"}));
+  for (const auto& n : names) EXPECT_EQ(parse_scenario(builtin_text(n)).name, n);
+  EXPECT_EQ(builtin_text("nonesuch"), nullptr);
+}
+
+TEST(SimScenario, bad_files_are_refused_naming_the_field) {
+  const std::string flows = R"("flows": [{"src": 0, "dst": 1, "bytes": 1000}])";
+  auto error = [](const std::string& text) {
+    try {
+      parse_scenario(text);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error("{" + flows + "}"), "accepted");  // the base each case breaks once
+  EXPECT_NE(error("{not json").find("not JSON"), std::string::npos);
+  EXPECT_NE(error("{}").find("no flows"), std::string::npos);
+  EXPECT_NE(error(R"({"nic": {"mtu": 1500}, )" + flows + "}").find("mtu"), std::string::npos);
+  EXPECT_NE(error(R"({"topology": {"type": "ring"}, )" + flows + "}").find("topology"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"flows": [{"src": 1, "dst": 1, "bytes": 5}]})").find("no such pair"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"duration_ns": "long", )" + flows + "}").find("duration_ns"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"switch": {"ecn": {"kmin": 9, "kmax": 5}}, )" + flows + "}").find("kmax"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace vrnic::sim

@@ -1,0 +1,203 @@
+// The simulation run: topology and flows from the scenario, the event loop (simulator.h).
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace vrnic::sim {
+
+using namespace engine;
+
+namespace {
+constexpr uint64_t kHeaderBytes = 12 + 4;  // BTH and ICRC around a data packet's payload
+constexpr uint64_t kRethBytes = 16, kAckBytes = 12 + 4 + 4;  // RETH; BTH + AETH + ICRC
+uint32_t ipv4_of_host(uint32_t i) { return 0x0a000000u | (i + 1); }  // 10.0.0.1, ...
+}  // namespace
+
+Simulator::Simulator(const Scenario& sc) : sc_(sc), net_(ev_, clock_, sc.seed) {
+  net_.set_sink(this);
+  net_.set_stats_from(sc_.stats_from_ns);
+  build_topology();
+  build_flows();
+}
+
+Simulator::~Simulator() = default;
+
+void Simulator::build_topology() {
+  const uint32_t n = sc_.host_count();
+  for (uint32_t i = 0; i < n; ++i) host_node_.push_back(net_.add_host(ipv4_of_host(i)));
+  if (sc_.topology == "dumbbell") {
+    const uint32_t left = net_.add_switch(sc_.sw), right = net_.add_switch(sc_.sw);
+    for (uint32_t i = 0; i < n; ++i)
+      net_.connect(host_node_[i], i < sc_.senders ? left : right, sc_.host_rate_bps,
+                   sc_.link_delay_ns);
+    net_.connect(left, right, sc_.core_rate_bps, sc_.link_delay_ns);
+  } else {
+    const uint32_t sw = net_.add_switch(sc_.sw);
+    for (uint32_t i = 0; i < n; ++i)
+      net_.connect(host_node_[i], sw, sc_.host_rate_bps, sc_.link_delay_ns);
+  }
+  net_.compute_routes();
+  DeviceConfig cfg;
+  cfg.cc = sc_.dcqcn;
+  cfg.cc.enabled = sc_.nic.cc;
+  cfg.cc.line_rate_bps = sc_.host_rate_bps;
+  cfg.cc.pace_at_line_rate = true;  // the NIC never outruns its link
+  cfg.cc.pacer_burst_ns = 0;        // in virtual time nobody wakes late
+  cfg.send_window_bytes = sc_.nic.send_window_bytes;
+  const uint32_t cq_entries =
+      std::min<uint32_t>(65536, (sc_.nic.wqes_in_flight + 1) * (sc_.flows.size() + 1));
+  for (uint32_t i = 0; i < n; ++i) {
+    host_of_node_[host_node_[i]] = i;
+    hosts_.push_back(std::make_unique<Host>(net_, clock_, net_.host_port(host_node_[i]),
+                                            ipv4_of_host(i), cfg, cq_entries));
+  }
+}
+
+// One QP pair per flow, connected before time starts; the first WRITEs are posted the NIC's
+// processing delay after the flow's start.
+void Simulator::build_flows() {
+  bin_ns_ = std::max<uint64_t>(1000, sc_.duration_ns / 1000);
+  for (uint32_t i = 0; i < sc_.flows.size(); ++i) {
+    Flow f;
+    f.spec = sc_.flows[i];
+    Host& src = *hosts_[f.spec.src];
+    Host& dst = *hosts_[f.spec.dst];
+    f.qp = src.create_qp(sc_.nic.wqes_in_flight);
+    Qp* rqp = dst.create_qp(1);
+    const uint32_t sq = src.dev().qp_num(f.qp), rq = dst.dev().qp_num(rqp);
+    if (src.connect(f.qp, rq, ipv4_of_host(f.spec.dst), sc_.nic.mtu, sc_.nic.ack_timeout) ||
+        dst.connect(rqp, sq, ipv4_of_host(f.spec.src), sc_.nic.mtu, sc_.nic.ack_timeout))
+      throw std::runtime_error("sim: connecting a flow's QPs failed");
+    flow_by_rqp_[uint64_t{f.spec.dst} << 32 | rq] = i;
+    f.chunks = (f.spec.bytes + kChunkBytes - 1) / kChunkBytes;
+    f.ideal_ns = ideal_fct(f.spec);
+    if (f.spec.bytes >= sc_.long_flow_bytes) f.bins.assign(sc_.duration_ns / bin_ns_ + 1, 0);
+    flows_.push_back(std::move(f));
+    ev_.push(f.spec.start_ns + sc_.nic.processing_delay_ns, EventKind::kFlowStart, i);
+  }
+}
+
+// The FCT on an empty network: the processing delay, the first packet's store-and-forward
+// through every hop, the rest at the path's slowest rate, and the last ACK's way back.
+uint64_t Simulator::ideal_fct(const FlowSpec& f) const {
+  const uint64_t mtu = sc_.nic.mtu;
+  uint64_t packets = 0, wire = 0;
+  for (uint64_t off = 0; off < f.bytes; off += kChunkBytes) {
+    const uint64_t chunk = std::min<uint64_t>(kChunkBytes, f.bytes - off);
+    const uint64_t n = (chunk + mtu - 1) / mtu;
+    packets += n;
+    wire += chunk + n * (kHeaderBytes + kFrameOverhead) + kRethBytes;
+  }
+  const uint64_t first = std::min(mtu, f.bytes) + kHeaderBytes + kRethBytes + kFrameOverhead;
+  double t = static_cast<double>(sc_.nic.processing_delay_ns), min_rate = 1e30;
+  for (uint32_t p : net_.path(host_node_[f.src], host_node_[f.dst])) {
+    const Port& port = net_.port(p);
+    t += port.delay_ns + first * 8e9 / port.rate_bps;
+    min_rate = std::min(min_rate, port.rate_bps);
+  }
+  t += (wire - first) * 8e9 / min_rate;
+  for (uint32_t p : net_.path(host_node_[f.dst], host_node_[f.src])) {
+    const Port& port = net_.port(p);
+    t += port.delay_ns + (kAckBytes + kFrameOverhead) * 8e9 / port.rate_bps;
+  }
+  return static_cast<uint64_t>(t);
+}
+
+void Simulator::deliver(uint32_t node, Packet&& p) {
+  const uint32_t h = host_of_node_.at(node);
+  count_delivered(h, p);
+  const WirePacket w{p.ip, p.tos, p.bytes};
+  hosts_[h]->dev().receive(std::span<const WirePacket>(&w, 1));
+  service(h, false);
+}
+
+// Bytes of RDMA WRITE packets (opcodes 0x06..0x0B) reaching a long flow's receiver, by bin.
+void Simulator::count_delivered(uint32_t host, const Packet& p) {
+  if (p.bytes.size() < 12 || p.bytes[0] < 0x06 || p.bytes[0] > 0x0b) return;
+  const uint32_t qpn = uint32_t{p.bytes[5]} << 16 | uint32_t{p.bytes[6]} << 8 | p.bytes[7];
+  const auto it = flow_by_rqp_.find(uint64_t{host} << 32 | qpn);
+  if (it == flow_by_rqp_.end()) return;
+  Flow& f = flows_[it->second];
+  const uint64_t bin = clock_.now_ns() / bin_ns_;
+  if (bin < f.bins.size()) f.bins[bin] += p.bytes.size();
+}
+
+void Simulator::post_more(Flow& f) {
+  Host& src = *hosts_[f.spec.src];
+  const auto id = static_cast<uint64_t>(&f - flows_.data());
+  while (!f.finished && f.posted < f.chunks && f.posted - f.done < sc_.nic.wqes_in_flight) {
+    const uint64_t off = f.posted * kChunkBytes;
+    const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(kChunkBytes, f.spec.bytes - off));
+    if (src.post_write(f.qp, *hosts_[f.spec.dst], id, bytes, static_cast<uint32_t>(f.posted))) {
+      f.failed = f.finished = true;
+      ++finished_;
+      return;
+    }
+    ++f.posted;
+  }
+}
+
+void Simulator::on_completion(const WorkCompletion& wc) {
+  if (wc.wr_id >= flows_.size()) return;
+  Flow& f = flows_[wc.wr_id];
+  if (f.finished) return;
+  if (wc.status != WcStatus::kSuccess) {
+    f.failed = f.finished = true;  // the QP is in error: the flow is lost
+    ++finished_;
+    return;
+  }
+  if (++f.done == f.chunks) {
+    f.fct_ns = clock_.now_ns() - f.spec.start_ns;
+    f.finished = true;
+    ++finished_;
+    return;
+  }
+  post_more(f);
+}
+
+// After the simulator touched a host's engine: its completions, then its timer re-armed.
+// A timer still due right after on_timer ran goes 1 ns later, so time always moves on.
+void Simulator::service(uint32_t i, bool after_timer) {
+  Host& h = *hosts_[i];
+  WorkCompletion wc[64];
+  for (int n; (n = h.dev().poll_cq(h.cq(), wc, 64)) > 0;)
+    for (int k = 0; k < n; ++k) on_completion(wc[k]);
+  uint64_t t = h.dev().next_timer_ns();
+  if (t == UINT64_MAX) return;
+  const uint64_t now = clock_.now_ns();
+  if (t <= now) t = after_timer ? now + 1 : now;
+  if (t < h.timer_at) {
+    h.timer_at = t;
+    ev_.push(t, EventKind::kHostTimer, i, 0, ++h.timer_gen);
+  }
+}
+
+Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) {
+  const auto wall0 = std::chrono::steady_clock::now();  // wall_s only
+  uint64_t events = 0;
+  while (!ev_.empty() && finished_ < flows_.size() && ev_.top().time <= sc_.duration_ns) {
+    const Event e = ev_.pop();
+    clock_.advance_to(e.time);
+    ++events;
+    if (progress && (events & ((1u << 20) - 1)) == 0) progress(e.time, events);
+    if (e.kind == EventKind::kHostTimer) {
+      Host& h = *hosts_[e.a];
+      if (e.c != h.timer_gen) continue;  // superseded by an earlier one
+      h.timer_at = UINT64_MAX;
+      h.dev().on_timer();
+      service(e.a, true);
+    } else if (e.kind == EventKind::kFlowStart) {
+      post_more(flows_[e.a]);
+      service(flows_[e.a].spec.src, false);
+    } else {
+      net_.handle(e);
+    }
+  }
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return summarise(events, wall);
+}
+
+}  // namespace vrnic::sim

@@ -1,0 +1,86 @@
+// A simulation run: builds a Scenario's hosts (real engines), switches and links, runs the
+// flows in virtual time to completion or the scenario's duration, and summarises (FCTs and
+// their slowdown, fairness, drops, pauses, CNPs, queues).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/event_queue.h"
+#include "sim/host.h"
+#include "sim/network.h"
+#include "sim/scenario.h"
+
+namespace vrnic::sim {
+
+struct Percentiles {
+  double p50 = 0, p95 = 0, p99 = 0;
+  uint64_t count = 0;
+};
+
+struct Summary {
+  std::string scenario;
+  uint64_t seed = 0, sim_time_ns = 0, events = 0;
+  double wall_s = 0;
+  uint64_t flows_total = 0, flows_completed = 0, flows_failed = 0;
+  uint64_t drops = 0, pfc_pause_frames = 0, cnps_sent = 0, ecn_marked = 0;
+  uint64_t retransmitted_packets = 0, ack_timeouts = 0;
+  double jain_fairness = -1;  // over the long flows' second half; -1: fewer than two
+  std::vector<double> long_flow_gbps;  // each long flow's rate over that window
+  std::map<std::string, Percentiles> fct_slowdown;  // size bucket -> FCT / ideal FCT
+  uint64_t queue_max_bytes = 0;          // the longest any switch queue got
+  uint64_t bottleneck_queue_mean_bytes = 0;  // mean at dequeue, busiest port, second half
+  std::vector<uint64_t> fct_ns;  // per flow, 0 if it did not complete
+};
+
+// The FCT size buckets, smallest first: "0-64KiB", "64KiB-1MiB", "1MiB-10MiB", "10MiB+".
+const std::vector<std::string>& size_buckets();
+
+// The summary as JSON (docs/sim.md); without wall_s (and so events/s) when `with_wall` is
+// false, which makes two runs of the same scenario and seed compare equal.
+std::string summary_json(const Summary& s, bool with_wall);
+
+class Simulator : private HostSink {
+ public:
+  explicit Simulator(const Scenario& sc);
+  ~Simulator() override;
+  // Runs to the end; `progress` (optional) is called every 2^20 events with (now, events).
+  Summary run(const std::function<void(uint64_t, uint64_t)>& progress = {});
+
+ private:
+  struct Flow {
+    FlowSpec spec;
+    engine::Qp* qp = nullptr;
+    uint64_t chunks = 0, posted = 0, done = 0;
+    uint64_t fct_ns = 0, ideal_ns = 0;
+    bool finished = false, failed = false;
+    std::vector<uint64_t> bins;  // long flows: bytes delivered per bin
+  };
+  void build_topology();
+  void build_flows();
+  uint64_t ideal_fct(const FlowSpec& f) const;
+  void deliver(uint32_t node, Packet&& p) override;
+  void count_delivered(uint32_t host, const Packet& p);
+  void post_more(Flow& f);
+  void service(uint32_t host, bool after_timer);
+  void on_completion(const engine::WorkCompletion& wc);
+  Summary summarise(uint64_t events, double wall_s);
+  void summarise_fabric(Summary& s) const;
+
+  Scenario sc_;
+  EventQueue ev_;
+  SimClock clock_;
+  Network net_;
+  std::vector<std::unique_ptr<Host>> hosts_;
+  std::vector<uint32_t> host_node_;   // host index -> network node
+  std::map<uint32_t, uint32_t> host_of_node_;
+  std::map<uint64_t, uint32_t> flow_by_rqp_;  // host << 32 | receiving QPN -> flow
+  std::vector<Flow> flows_;
+  uint64_t finished_ = 0;
+  uint64_t bin_ns_ = 0;
+};
+
+}  // namespace vrnic::sim
