@@ -102,8 +102,12 @@ TEST(SimNetwork, red_marks_never_below_kmin_always_above_kmax_only_ect_data) {
     for (uint32_t k = 1; k < 100; ++k) {
       const uint64_t left = (99 - k) * w;
       const bool ce = (f.rec.got[k].tos & 3) == 3;
-      if (left <= sp.red.kmin) EXPECT_FALSE(ce) << k;
-      if (left > sp.red.kmax) EXPECT_TRUE(ce) << k;
+      if (left <= sp.red.kmin) {
+        EXPECT_FALSE(ce) << k;
+      }
+      if (left > sp.red.kmax) {
+        EXPECT_TRUE(ce) << k;
+      }
       if (left > sp.red.kmin && left <= sp.red.kmax) middle_marked += ce;
     }
     EXPECT_GT(middle_marked, 0);  // 40 packets at up to 50 %
