@@ -181,6 +181,9 @@ int vrnic::abi::op_modify_cq(ibv_cq* ibv, ibv_modify_cq_attr* attr) {
 }
 
 int vrnic::abi::op_req_notify_cq(ibv_cq* ibv, int solicited_only) {
-  return to_context(ibv->context)->nic->locked(
-      [&](Device& d) { return d.req_notify_cq(to_cq(ibv)->cq, solicited_only != 0); });
+  vrnic::live::LiveNic* nic = to_context(ibv->context)->nic;
+  const int err =
+      nic->locked([&](Device& d) { return d.req_notify_cq(to_cq(ibv)->cq, solicited_only != 0); });
+  nic->end_deferral();  // the program sleeps on its channel next
+  return err;
 }

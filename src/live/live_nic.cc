@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "live/address.h"
+#include "live/call_pattern.h"
 #include "live/counters_file.h"
 #include "live/direct_window.h"
 #include "live/host_memory.h"
@@ -43,11 +44,20 @@ constexpr uint64_t kNoTimer = UINT64_MAX;
 constexpr int kBatchesPerHold = 8;
 // While an application thread has called into the device within this many ns, it moves the
 // packets itself (poll_cq receives) and the progress thread stays off the device lock and
-// the CPU. A busy-polling thread calls every 1-2 us; ib_write_lat 2 B measured 30 us typical
-// at 5 us, 42-62 us at 10 us and 47 us at 20 us (the thread comes back to the socket late).
-constexpr uint64_t kDefaultDeferNs = 5000;
+// the CPU. A busy-polling thread calls every 1-2 us. With ACKs held for answers (below),
+// measured on 2 cores (20,000 iterations, averages): 5 us: ib_send_lat 13-15 us, 64 B
+// ib_send_bw 0.26 M msg/s; 20 us: 7-9 us, 0.64 M; 50 us: 4.9-5.1 us, 0.9-1.0 M; ib_write_lat
+// 10-35, 10-11, 15-16 us. A program that leaves the CQ after completions is not waited for
+// (CallPattern), nor one that arms its CQ to sleep (end_deferral).
+constexpr uint64_t kDefaultDeferNs = 50000;
 constexpr uint64_t kBurstGapNs = 2000;  // calls closer than this are one burst (direct mode)
-constexpr uint64_t kQuietDeferFactor = 10;  // deferral while only direct copies move
+constexpr uint64_t kQuietDeferNs = 50000;  // deferral at least, while only direct copies move
+// An ACK a receive makes is held this long for the program's answer (CallPattern); only
+// ACKs (and CNPs) are held, never responses that carry data. The answers of a program that
+// has just started come late (its threads are still being scheduled onto the cores): with
+// 20 us the pattern never settled and ib_write_lat averaged 60-130 us; with 100 us or more
+// it settles within the first iterations (250 us: 9-12 us).
+constexpr uint64_t kDefaultAckHoldNs = 250000;
 
 uint64_t monotonic_ns() {
   timespec ts;
@@ -117,6 +127,14 @@ struct LiveNic::Impl {
   std::thread* thread = nullptr;  // heap: a forked child must never destroy the parent's
   std::atomic<bool> stop{false};
   uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
+  uint64_t ack_hold_ns = kDefaultAckHoldNs;  // VRNIC_ACK_HOLD_US overrides (0: never hold)
+  CallPattern pattern{kDefaultAckHoldNs, kDefaultDeferNs};  // mu_
+  // Sends what the port queued, unless it is held for the program's answer (mu_).
+  void flush_port(uint64_t now);
+  // Moves up to `batches` receive batches from the socket into the engine, then runs the
+  // timers if one is due. Returns true if the socket may still hold packets (mu_).
+  bool service_locked(int batches, uint64_t now, bool flush_direct = true);
+  void receive_one_locked(uint64_t now);
   std::atomic<uint64_t> last_poll_ns{0};  // last empty LiveNic::poll_cq; 0 after completions
   uint64_t prev_call_end_ns = 0;  // when the program's last post or poll ended (mu_)
   bool in_burst = false;      // the last call was held; until the next poll (mu_)
@@ -158,8 +176,16 @@ void LiveNic::set_gsi_handler(GsiHandler h) {
 
 void LiveNic::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad) {
   locked([&](engine::Device& d) { d.send_gsi(to, mad); });
+  // The answer to a CM MAD is an event the program waits for on its channel: the progress
+  // thread receives it, so it watches the socket now rather than after its deferral.
+  end_deferral();
 }
 const std::string& LiveNic::counters_path() const { return impl_->counters_file.path(); }
+
+void LiveNic::end_deferral() {
+  last_app_ns_.store(0, std::memory_order_relaxed);
+  if (impl_->deferring.load(std::memory_order_relaxed)) kick();
+}
 
 void LiveNic::kick() {
   uint64_t one = 1;
@@ -170,6 +196,8 @@ void LiveNic::kick() {
 void LiveNic::before_call_locked(bool post_send) {
   // Cork for a program busy-polling its CQ: its next poll_cq (within defer_ns) flushes.
   uint64_t now = monotonic_ns();
+  impl_->pattern.on_call(now);
+  if (post_send) impl_->pattern.on_post_send(now);  // a held ACK leaves with this post
   const bool busy_polling = impl_->defer_ns != 0 &&
       now - impl_->last_poll_ns.load(std::memory_order_relaxed) < impl_->defer_ns;
   // Direct copies: a call that comes within kBurstGapNs of the END of the program's previous
@@ -193,12 +221,17 @@ void LiveNic::before_call_locked(bool post_send) {
 }
 
 void LiveNic::after_call_locked() {
-  impl_->prev_call_end_ns = monotonic_ns();
+  const uint64_t now = monotonic_ns();
+  impl_->prev_call_end_ns = now;
   impl_->port->set_cork(false);
   device_->set_direct_hold(false);
+  const uint64_t held_until = impl_->pattern.held_until();
+  if (held_until != 0 && now >= held_until) impl_->flush_port(now);  // no answer came
   // Held-back packets or copies: a deferring progress thread wakes within defer_ns of this
-  // call and sends them; a sleeping one must be woken.
-  if ((impl_->port->queued() > 0 || device_->direct_queued()) &&
+  // call and sends them; a sleeping one must be woken, unless it wakes before a held ACK
+  // is due anyway.
+  const bool due_late = held_until == 0 || held_until < impl_->thread_deadline_ns;
+  if (((impl_->port->queued() > 0 && due_late) || device_->direct_queued()) &&
       !impl_->deferring.load(std::memory_order_relaxed)) {
     impl_->thread_deadline_ns = 0;
     kick();
@@ -212,27 +245,47 @@ void LiveNic::after_call_locked() {
 
 // ---- servicing (mu_ held) -----------------------------------------------------------------
 
-namespace {
+void LiveNic::Impl::flush_port(uint64_t now) {
+  if (port->queued() == 0) {
+    pattern.release();  // what was held left with other packets
+    return;
+  }
+  if (pattern.keep_held(now)) return;
+  port->flush();
+}
 
-// Moves up to `batches` receive batches from the socket into the engine, then runs the
-// timers if one is due. Returns true if the socket may still hold packets.
-bool service_locked(transport::UdpPort& port, transport::RecvBatch& batch,
-                    engine::Device& device, engine::Clock& clock, int batches,
-                    bool flush_direct = true) {
+// One receive batch. If the program answers what it receives, the ACKs the receive makes
+// are held to leave with the answer (CallPattern), unless it made other packets too.
+void LiveNic::Impl::receive_one_locked(uint64_t now) {
+  engine::Device& device = *nic->device_;
+  const bool hold = pattern.hold_receives();
+  const uint64_t tx_before = device.counters().tx_packets;
+  if (hold) port->set_cork(true);
+  size_t n = port->receive(batch);
+  if (n > 0) device.receive(batch.packets());
+  if (hold) port->set_cork(false);
+  if (device.counters().tx_packets == tx_before) return;
+  const bool held = hold && port->queued_acks_only();
+  pattern.on_receive_made_packets(now, held);
+  if (hold && !held) {
+    pattern.release();
+    port->flush();
+  }
+}
+
+bool LiveNic::Impl::service_locked(int batches, uint64_t now, bool flush_direct) {
+  engine::Device& device = *nic->device_;
   if (flush_direct) device.direct_flush();  // direct copies held back for the program
-  port.flush();  // a doorbell batch held back likewise
+  flush_port(now);  // a doorbell batch held back likewise
   bool more = false;
   for (int i = 0; i < batches; ++i) {
-    size_t n = port.receive(batch);
-    if (n > 0) device.receive(batch.packets());
+    receive_one_locked(now);
     more = batch.datagrams() == batch.capacity();
     if (!more) break;
   }
   if (device.next_timer_ns() <= clock.now_ns()) device.on_timer();
   return more;
 }
-
-}  // namespace
 
 void LiveNic::Impl::publish_rates_locked(uint64_t now) {
   constexpr uint64_t kRatesPeriodNs = 1000000;
@@ -248,11 +301,12 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   std::lock_guard<DeviceMutex> g(mu_);
   impl_->in_burst = false;
   impl_->prev_was_send = false;
-  impl_->port->flush();  // the posts before this poll leave now, in one batch
+  impl_->pattern.on_call(t);
+  impl_->flush_port(t);  // the posts before this poll leave now, in one batch
   int got = device_->poll_cq(cq, out, n);
   if (got == 0) {
     // Busy-polling programs make progress here without waiting for the thread.
-    service_locked(*impl_->port, impl_->batch, *device_, impl_->clock, 1, false);
+    impl_->service_locked(1, t, false);
     impl_->publish_rates_locked(t);
     got = device_->poll_cq(cq, out, n);
   }
@@ -260,7 +314,8 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
     impl_->last_poll_ns.store(t, std::memory_order_relaxed);  // a busy poll in progress
   } else {
     // Completions: the program may now leave the CQ (ib_write_lat spins on memory next), so
-    // the progress thread must watch the socket again at once rather than after defer_ns.
+    // the progress thread must watch the socket again at once rather than after defer_ns,
+    // unless the program came straight back last time (CallPattern).
     // Not when the device moved no packet since the last such poll (every completion came
     // from a direct copy): then there is nothing for the thread to watch, and it would only
     // take the lock from the program (it still looks within defer_ns of the last call).
@@ -270,8 +325,10 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
     impl_->wire_quiet.store(packets == impl_->packets_at_poll, std::memory_order_relaxed);
     if (packets != impl_->packets_at_poll) {
       impl_->packets_at_poll = packets;
-      last_app_ns_.store(0, std::memory_order_relaxed);
-      if (impl_->deferring.load(std::memory_order_relaxed)) kick();
+      if (!impl_->pattern.on_completions(t)) {
+        last_app_ns_.store(0, std::memory_order_relaxed);
+        if (impl_->deferring.load(std::memory_order_relaxed)) kick();
+      }
     }
   }
   after_call_locked();
@@ -300,7 +357,7 @@ void LiveNic::Impl::progress_loop() {
       // Only direct copies lately (no packet): nothing on the socket to take over, so keep
       // off longer; waking every defer_ns would take the lock from the program's bursts.
       const uint64_t defer =
-          wire_quiet.load(std::memory_order_relaxed) ? defer_ns * kQuietDeferFactor : defer_ns;
+          wire_quiet.load(std::memory_order_relaxed) ? std::max(defer_ns, kQuietDeferNs) : defer_ns;
       if (now - last < defer && !stop.load(std::memory_order_relaxed)) {
         uint64_t wait = last + defer - now;
         timespec ts{static_cast<time_t>(wait / 1000000000ull),
@@ -318,12 +375,16 @@ void LiveNic::Impl::progress_loop() {
     {
       std::lock_guard<DeviceMutex> g(nic->mu_);
       if (stop.load(std::memory_order_relaxed)) break;
-      more = service_locked(*port, batch, device, clock, kBatchesPerHold);
-      publish_rates_locked(clock.now_ns());
+      const uint64_t now = clock.now_ns();
+      pattern.on_quiet(now);
+      more = service_locked(kBatchesPerHold, now);
+      publish_rates_locked(now);
       if (batch.datagrams() > 0) wire_quiet.store(false, std::memory_order_relaxed);
       deadline = device.next_timer_ns();
       // Work the engine holds back (window, pacing) without a timer: look again soon.
       if (deadline == kNoTimer && device.has_pending_tx()) deadline = clock.now_ns() + 1000000;
+      if (port->queued() > 0 && pattern.held_until() != 0)
+        deadline = std::min(deadline, pattern.held_until());  // an ACK held for an answer
       thread_deadline_ns = deadline;
     }
     if (more) continue;  // the socket still holds packets: no need to ask poll
@@ -423,6 +484,9 @@ int LiveNic::Impl::start() {
   device.reset(nic->device_);
   if (const char* d = std::getenv("VRNIC_DEFER_US"); d && *d)
     defer_ns = std::strtoull(d, nullptr, 10) * 1000;
+  if (const char* h = std::getenv("VRNIC_ACK_HOLD_US"); h && *h)
+    ack_hold_ns = std::strtoull(h, nullptr, 10) * 1000;
+  pattern = CallPattern(ack_hold_ns, defer_ns);
   kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (kick_fd < 0) return errno;
   owner_pid = getpid();

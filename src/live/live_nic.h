@@ -87,6 +87,9 @@ class LiveNic {
 
   // Wakes the progress thread (after a doorbell that left work for later, e.g. a timer).
   void kick();
+  // The program is about to sleep until a completion event (it armed a CQ): the progress
+  // thread watches the socket from now on instead of after its deferral.
+  void end_deferral();
 
   // The connection manager's datagrams (QP1). The handler runs with the device lock held,
   // from whichever thread receives: it must copy what it needs and return at once, without

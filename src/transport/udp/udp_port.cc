@@ -18,6 +18,7 @@
 #include "transport/udp/pcap_writer.h"
 #include "wire/headers.h"
 #include "wire/icrc.h"
+#include "wire/opcode.h"
 
 namespace vrnic::transport {
 namespace {
@@ -262,12 +263,41 @@ int UdpPort::send_fd_for(uint16_t src_port) {
 
 // ---- send ---------------------------------------------------------------------------------
 
+namespace {
+
+bool is_ack(const engine::WirePacket& p) {  // ACK, NAK, CNP: no message, no payload
+  if (p.data.empty()) return false;
+  const uint8_t op = p.data[0];
+  return op == wire::kRcAck || op == wire::kXrcAck || op == wire::kCnp;
+}
+
+bool is_request(const engine::WirePacket& p) {
+  if (p.data.empty()) return false;
+  const wire::OpKind k = wire::opcode_info(p.data[0]).kind;
+  return k != wire::OpKind::kReadResponse && k != wire::OpKind::kAck &&
+         k != wire::OpKind::kAtomicAck && k != wire::OpKind::kCnp;
+}
+
+}  // namespace
+
 void UdpPort::send(std::span<const engine::WirePacket> batch) {
-  if (!corked_) {
-    flush();  // what was queued goes first: packets leave in the order the engine made them
+  if (!corked_ && queued_ == 0) {
     send_now(batch);
     return;
   }
+  if (corked_) {
+    enqueue(batch);
+    return;
+  }
+  if (queued_acks_only() && std::all_of(batch.begin(), batch.end(), is_request)) {
+    send_ahead_of_acks(batch);
+    return;
+  }
+  flush();  // what was queued goes first: packets leave in the order the engine made them
+  send_now(batch);
+}
+
+void UdpPort::enqueue(std::span<const engine::WirePacket> batch) {
   if (queue_.size() < kMaxCorked) {
     queue_.resize(kMaxCorked);
     queue_bufs_.resize(kMaxCorked);
@@ -277,6 +307,7 @@ void UdpPort::send(std::span<const engine::WirePacket> batch) {
     queue_bufs_[queued_].assign(p.data.begin(), p.data.end());
     queue_[queued_] = p;
     queue_[queued_].data = queue_bufs_[queued_];
+    if (!is_ack(p)) ++queued_other_;
     ++queued_;
   }
 }
@@ -285,7 +316,16 @@ void UdpPort::flush() {
   if (queued_ == 0) return;
   size_t n = queued_;
   queued_ = 0;
+  queued_other_ = 0;
   send_now({queue_.data(), n});
+}
+
+void UdpPort::send_ahead_of_acks(std::span<const engine::WirePacket> batch) {
+  joined_.assign(batch.begin(), batch.end());
+  joined_.insert(joined_.end(), queue_.begin(), queue_.begin() + queued_);
+  queued_ = 0;
+  queued_other_ = 0;
+  send_now(joined_);
 }
 
 void UdpPort::send_now(std::span<const engine::WirePacket> batch) {

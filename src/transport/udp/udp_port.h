@@ -85,10 +85,15 @@ class UdpPort final : public engine::PacketPort {
 
   // Corking (the doorbell batch): while corked, send() copies packets into a queue instead
   // of sending them; flush() sends the queue in one batch (sendmmsg, UDP_SEGMENT). A queue
-  // of kMaxCorked packets flushes itself. Uncorking does not flush.
+  // of kMaxCorked packets flushes itself. Uncorking does not flush; the next uncorked send()
+  // sends the queue first, except that a queue of ACKs leaves after that send's requests, in
+  // the same system call (an ACK held for the program's answer arrives after the answer, so
+  // the peer, polling for the ACK, has the answer when it has the ACK; ACKs are cumulative
+  // and independent of the other direction's requests, so the order is free).
   void set_cork(bool on) { corked_ = on; }
   void flush();
   size_t queued() const { return queued_; }
+  bool queued_acks_only() const { return queued_ > 0 && queued_other_ == 0; }  // ACKs, CNPs
   static constexpr size_t kMaxCorked = 64;
 
   // Receives, without blocking, as many packets as are waiting (up to batch.capacity());
@@ -106,6 +111,8 @@ class UdpPort final : public engine::PacketPort {
   int send_fd_for(uint16_t src_port);
   void send_run(int fd, std::span<const engine::WirePacket> run);
   void send_now(std::span<const engine::WirePacket> batch);
+  void enqueue(std::span<const engine::WirePacket> batch);  // copies into queue_
+  void send_ahead_of_acks(std::span<const engine::WirePacket> batch);
   size_t gso_group_end(std::span<const engine::WirePacket> run, size_t k) const;
 
   // One UDP_SEGMENT message: at most this many packets and this much payload (an IP
@@ -128,6 +135,8 @@ class UdpPort final : public engine::PacketPort {
   bool gro_ = false;  // UDP_GRO granted on the receive socket
   bool corked_ = false;
   size_t queued_ = 0;
+  size_t queued_other_ = 0;  // queued packets other than ACKs and CNPs
+  std::vector<engine::WirePacket> joined_;  // requests then trailing ACKs (send)
   std::vector<engine::WirePacket> queue_;        // kMaxCorked entries, the first queued_ used
   std::vector<std::vector<uint8_t>> queue_bufs_;  // their bytes (capacity kept: no allocation once warm)
   std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use

@@ -17,6 +17,7 @@
 
 #include "wire/headers.h"
 #include "wire/icrc.h"
+#include "wire/opcode.h"
 
 #include "transport/udp/pcap_writer.h"
 #include "wire/frame.h"
@@ -265,6 +266,54 @@ TEST(UdpPort, send__corked_packets_wait_for_flush_and_keep_their_order) {
   auto got = receive_n(*b, 3);
   ASSERT_EQ(got.size(), 3u);
   expect_segment_ids(payloads, got, true);
+}
+
+// The order in which the packets arrived, by their first byte (the BTH opcode).
+std::vector<uint8_t> opcodes_received(UdpPort& port, size_t n) {
+  std::vector<uint8_t> ops;
+  for (const Received& r : receive_n(port, n)) ops.push_back(r.bytes.at(0));
+  return ops;
+}
+
+// Queues `queued` (opcodes) corked, then sends `sent` uncorked; returns the arrival order.
+std::vector<uint8_t> order_after_uncorked_send(std::vector<uint8_t> queued,
+                                               std::vector<uint8_t> sent) {
+  auto a = open_port(kA), b = open_port(kB);
+  if (!a || !b) return {};
+  const uint16_t sport = a->source_port_for(0x44);
+  std::vector<std::vector<uint8_t>> bytes;
+  for (uint8_t op : queued) bytes.push_back(std::vector<uint8_t>(20, op));
+  for (uint8_t op : sent) bytes.push_back(std::vector<uint8_t>(40, op));
+  a->set_cork(true);
+  for (size_t i = 0; i < queued.size(); ++i) {
+    engine::WirePacket p = packet_to(*a, *b, sport, bytes[i]);
+    a->send({&p, 1});
+  }
+  a->set_cork(false);
+  std::vector<engine::WirePacket> batch;
+  for (size_t i = queued.size(); i < bytes.size(); ++i)
+    batch.push_back(packet_to(*a, *b, sport, bytes[i]));
+  a->send(batch);
+  EXPECT_EQ(a->queued(), 0u);
+  return opcodes_received(*b, bytes.size());
+}
+
+TEST(UdpPort, send__queued_acks_leave_after_the_requests_of_an_uncorked_send) {
+  const uint8_t kAck = wire::kRcAck, kCnp = wire::kCnp, kWrite = wire::kRcWriteOnly,
+                kSend = wire::kRcSendOnly;
+  EXPECT_EQ(order_after_uncorked_send({kAck, kCnp}, {kWrite, kSend}),
+            (std::vector<uint8_t>{kWrite, kSend, kAck, kCnp}));
+}
+
+TEST(UdpPort, send__queue_with_other_packets_or_responses_sent__queue_first) {
+  const uint8_t kAck = wire::kRcAck, kWrite = wire::kRcWriteOnly,
+                kReadResp = wire::kRcReadResponseOnly;
+  // A queued request: engine order (the requests of one QP must keep their PSN order).
+  EXPECT_EQ(order_after_uncorked_send({kAck, kWrite}, {kWrite}),
+            (std::vector<uint8_t>{kAck, kWrite, kWrite}));
+  // A response sent: engine order (responses keep theirs with the ACKs).
+  EXPECT_EQ(order_after_uncorked_send({kAck}, {kReadResp}),
+            (std::vector<uint8_t>{kAck, kReadResp}));
 }
 
 TEST(UdpPort, flush__sends_a_full_queue_of_corked_packets) {

@@ -1,0 +1,125 @@
+// Tests of CallPattern: when ACKs are held for the program's answer, and when the program is
+// expected back at the CQ.
+#include "live/call_pattern.h"
+
+#include <gtest/gtest.h>
+
+namespace vrnic::live {
+namespace {
+
+constexpr uint64_t kHold = 20000, kDefer = 5000;
+
+// Receive at t (making an ACK), answer with a post at t + gap.
+void exchange(CallPattern& p, uint64_t t, uint64_t gap) {
+  p.on_receive_made_packets(t, p.hold_receives());
+  p.on_post_send(t + gap);
+}
+
+TEST(CallPattern, new_pattern__holds_nothing) {
+  CallPattern p(kHold, kDefer);
+  EXPECT_FALSE(p.hold_receives());
+  EXPECT_FALSE(p.comes_back());
+}
+
+TEST(CallPattern, receive_answered_within_hold__later_receives_are_held) {
+  CallPattern p(kHold, kDefer);
+  exchange(p, 1000, 3000);
+  ASSERT_TRUE(p.hold_receives());
+  EXPECT_EQ(p.on_receive_made_packets(10000, true), 10000 + kHold);
+  EXPECT_TRUE(p.keep_held(10000 + kHold - 1));
+  p.on_post_send(12000);  // the answer takes the ACK along
+  EXPECT_EQ(p.held_until(), 0u);
+  EXPECT_FALSE(p.keep_held(12001));
+  EXPECT_TRUE(p.hold_receives());
+}
+
+TEST(CallPattern, answer_later_than_hold__no_prediction) {
+  CallPattern p(kHold, kDefer);
+  exchange(p, 1000, kHold);  // exactly hold_ns later: too late
+  EXPECT_FALSE(p.hold_receives());
+}
+
+TEST(CallPattern, post_without_a_receive_before__no_prediction) {
+  CallPattern p(kHold, kDefer);
+  p.on_post_send(1000);  // a sender that only sends (ib_write_bw's client)
+  p.on_post_send(2000);
+  EXPECT_FALSE(p.hold_receives());
+}
+
+TEST(CallPattern, one_receive_answers_one_post_only) {
+  CallPattern p(kHold, kDefer);
+  p.on_receive_made_packets(1000, false);
+  p.on_post_send(50000);  // late: not an answer
+  p.on_post_send(50001);  // the receive was used up by the post before
+  EXPECT_FALSE(p.hold_receives());
+}
+
+TEST(CallPattern, hold_runs_out_unanswered__ACK_leaves_and_holding_stops) {
+  CallPattern p(kHold, kDefer);
+  exchange(p, 1000, 100);
+  const uint64_t due = p.on_receive_made_packets(5000, true);
+  EXPECT_TRUE(p.keep_held(due - 1));
+  EXPECT_FALSE(p.keep_held(due));  // due: it leaves
+  EXPECT_EQ(p.held_until(), 0u);
+  EXPECT_FALSE(p.hold_receives());
+  exchange(p, 100000, 100);  // answered again: holding resumes
+  EXPECT_TRUE(p.hold_receives());
+}
+
+TEST(CallPattern, second_receive_while_held__keeps_the_first_deadline) {
+  CallPattern p(kHold, kDefer);
+  exchange(p, 1000, 100);
+  EXPECT_EQ(p.on_receive_made_packets(5000, true), 5000 + kHold);
+  EXPECT_EQ(p.on_receive_made_packets(9000, true), 5000 + kHold);
+}
+
+TEST(CallPattern, released_hold__nothing_held_prediction_kept) {
+  CallPattern p(kHold, kDefer);
+  exchange(p, 1000, 100);
+  p.on_receive_made_packets(5000, true);
+  p.release();
+  EXPECT_EQ(p.held_until(), 0u);
+  EXPECT_FALSE(p.keep_held(5001));
+  EXPECT_TRUE(p.hold_receives());
+}
+
+TEST(CallPattern, zero_hold__never_holds) {
+  CallPattern p(0, kDefer);
+  exchange(p, 1000, 0);
+  EXPECT_FALSE(p.hold_receives());
+}
+
+TEST(CallPattern, program_back_within_defer__expected_back) {
+  CallPattern p(kHold, kDefer);
+  EXPECT_FALSE(p.on_completions(1000));
+  p.on_call(1000 + kDefer - 1);
+  EXPECT_TRUE(p.comes_back());
+  EXPECT_TRUE(p.on_completions(20000));
+}
+
+TEST(CallPattern, program_back_late__not_expected_back) {
+  CallPattern p(kHold, kDefer);
+  p.on_completions(1000);
+  p.on_call(1000);
+  ASSERT_TRUE(p.comes_back());
+  p.on_completions(2000);
+  p.on_call(2000 + kDefer);
+  EXPECT_FALSE(p.comes_back());
+}
+
+TEST(CallPattern, thread_finds_program_gone__not_expected_back) {
+  CallPattern p(kHold, kDefer);
+  p.on_completions(1000);
+  p.on_call(1001);
+  ASSERT_TRUE(p.comes_back());
+  p.on_completions(2000);
+  p.on_quiet(2000 + kDefer - 1);  // not yet past the deferral: no verdict
+  EXPECT_TRUE(p.comes_back());
+  p.on_quiet(2000 + kDefer);
+  EXPECT_FALSE(p.comes_back());
+  p.on_call(900000);  // judged already: a later call changes nothing
+  EXPECT_FALSE(p.comes_back());
+}
+
+}  // namespace
+}  // namespace vrnic::live
