@@ -99,10 +99,16 @@ int Manager::listen(uint16_t port_space, uint16_t port, const Endpoint& local, b
   listeners_[id] = Listener{port_space, port, local, wildcard, ipv6_only,
                             backlog > 0 ? backlog : 1024, 0};
   *listener = id;
+  replay_parked(wc::service_id(port_space, port));
   return 0;
 }
 
-void Manager::stop_listening(uint32_t listener) { listeners_.erase(listener); }
+void Manager::stop_listening(uint32_t listener) {
+  auto it = listeners_.find(listener);
+  if (it == listeners_.end()) return;
+  stopped_at_[wc::service_id(it->second.port_space, it->second.port)] = clock_.now_ns();
+  listeners_.erase(it);
+}
 
 // The REQ of a connection: the negotiated parameters, a RoCE path between the two
 // addresses, and the IP CM header ahead of the user's private data.

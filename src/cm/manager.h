@@ -103,6 +103,13 @@ class Manager {
     int pending = 0;  // connection requests not yet accepted or rejected
   };
 
+  struct Parked {  // a request for a service between two listeners
+    Endpoint from, to;
+    uint64_t tid = 0;
+    wire::cm::Message msg;
+    uint64_t until = 0;
+  };
+
   Conn* find(uint32_t conn);
   const Conn* find(uint32_t conn) const;
   Listener* find_listener(uint32_t id);
@@ -122,7 +129,13 @@ class Manager {
   void enter_timewait(Conn& c);
   void emit(Event ev);
 
-  void on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, const wire::cm::Req& m);
+  bool park(const Endpoint& from, const Endpoint& to, uint64_t tid, const wire::cm::Message& m,
+            uint64_t service_id, uint32_t remote_id);
+  void replay_parked(uint64_t service_id);
+  void expire_parked(uint64_t now);
+  void dispatch_request(const Parked& p, bool may_park);
+  void on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, const wire::cm::Req& m,
+              bool may_park = true);
   void on_mra(const Endpoint& from, const wire::cm::Mra& m);
   void on_rej(const Endpoint& from, const wire::cm::Rej& m);
   void on_rep(const Endpoint& from, uint64_t tid, const wire::cm::Rep& m);
@@ -130,7 +143,7 @@ class Manager {
   void on_dreq(const Endpoint& from, const Endpoint& to, uint64_t tid, const wire::cm::Dreq& m);
   void on_drep(const Endpoint& from, const wire::cm::Drep& m);
   void on_sidr_req(const Endpoint& from, const Endpoint& to, uint64_t tid,
-                   const wire::cm::SidrReq& m);
+                   const wire::cm::SidrReq& m, bool may_park = true);
   void on_sidr_rep(const Endpoint& from, const wire::cm::SidrRep& m);
   void on_duplicate_req(Conn& c);
   uint32_t match_listener(uint64_t service_id, const Endpoint& to);
@@ -143,6 +156,8 @@ class Manager {
   const engine::Clock& clock_;
   std::map<uint32_t, Conn> conns_;  // by local comm ID
   std::map<uint32_t, Listener> listeners_;
+  std::map<uint64_t, uint64_t> stopped_at_;  // service ID -> when its last listener stopped
+  std::vector<Parked> parked_;
   std::deque<Event> events_;
   Counters ctr_;
   uint32_t next_comm_id_;

@@ -255,6 +255,7 @@ void Manager::on_timer() {
     if (c.orphan && c.state == State::kClosed) done.push_back(id);
   }
   for (uint32_t id : done) conns_.erase(id);
+  expire_parked(now);
 }
 
 size_t Manager::resend_pending_disconnects() {
@@ -271,6 +272,7 @@ size_t Manager::resend_pending_disconnects() {
 uint64_t Manager::next_timer_ns() const {
   uint64_t t = UINT64_MAX;
   for (const auto& [id, c] : conns_) t = std::min(t, c.deadline);
+  for (const Parked& p : parked_) t = std::min(t, p.until);
   return t;
 }
 

@@ -91,7 +91,8 @@ void Manager::on_duplicate_req(Conn& c) {
   }
 }
 
-void Manager::on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, const wc::Req& m) {
+void Manager::on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, const wc::Req& m,
+                     bool may_park) {
   if (Conn* dup = find_by_remote(from, m.local_comm_id)) return on_duplicate_req(*dup);
   wc::IpCmHeader h;
   if (!wc::is_ip_service_id(m.service_id) || !wc::parse_ip_cm_header(m.private_data, h) ||
@@ -101,6 +102,7 @@ void Manager::on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, con
   }
   const uint32_t lid = match_listener(m.service_id, to);
   Listener* l = find_listener(lid);
+  if (!l && may_park && park(from, to, tid, m, m.service_id, m.local_comm_id)) return;
   if (!l) return reject_req(from, to, tid, m.local_comm_id, wc::RejReason::kInvalidServiceId);
   const bool xrc = m.transport == 3 && m.extended_transport == 1;  // IBA 12.6.5
   if (m.transport > 1 && !xrc) {
@@ -280,7 +282,7 @@ void Manager::on_drep(const Endpoint& from, const wc::Drep& m) {
 }
 
 void Manager::on_sidr_req(const Endpoint& from, const Endpoint& to, uint64_t tid,
-                          const wc::SidrReq& m) {
+                          const wc::SidrReq& m, bool may_park) {
   if (Conn* dup = find_by_remote(from, m.request_id)) {
     ++ctr_.duplicates;
     if (dup->state == State::kClosed && dup->has_last) send(*dup, dup->last, dup->tid);
@@ -288,12 +290,16 @@ void Manager::on_sidr_req(const Endpoint& from, const Endpoint& to, uint64_t tid
   }
   wc::IpCmHeader h;
   uint32_t lid = 0;
-  if (wc::parse_ip_cm_header(m.private_data, h) && h.ipv6 == from.ipv6) {
+  const bool well_formed = wc::parse_ip_cm_header(m.private_data, h) && h.ipv6 == from.ipv6;
+  if (well_formed) {
     lid = match_listener(m.service_id, to);
   } else {
     ++ctr_.rx_malformed;
   }
   Listener* l = find_listener(lid);
+  if (!l && well_formed && may_park && park(from, to, tid, m, m.service_id, m.request_id)) {
+    return;
+  }
   if (!l || l->pending >= l->backlog) {
     const auto status = l ? wc::SidrStatus::kRejected : wc::SidrStatus::kServiceIdNotSupported;
     ++ctr_.rejects_sent;

@@ -24,6 +24,10 @@ struct Config {
   uint64_t ca_guid = 0;              // this device's node GUID (REQ / REP)
   uint32_t seed = 1;                 // first comm ID and transaction ID
   uint8_t packet_lifetime = 18;      // REQ path LocalAckTimeout; time-wait derives from it
+  // A REQ or SIDR_REQ for a service whose last listener stopped less than this ago waits up to
+  // this long for a new listener before it is rejected (a server that listens again between
+  // two connections, as perftest -R's, is not raced by its client's next request).
+  uint64_t relisten_wait_ns = 200'000'000;
 };
 
 // The user's private data each message carries (the REQ's and SIDR_REQ's after the 36-byte IP
@@ -96,6 +100,7 @@ struct Counters {
   uint64_t rx_malformed = 0;  // not a CM MAD, a bad length, version or attribute
   uint64_t rx_unmatched = 0;  // comm IDs that match no connection, or the wrong peer
   uint64_t rx_bad_state = 0;  // a message the connection's state does not expect
+  uint64_t parked = 0;        // requests held for a service listening again (relisten_wait_ns)
 };
 
 }  // namespace vrnic::cm

@@ -285,6 +285,7 @@ RDMACM_EXPORT int rdma_listen(rdma_cm_id* cm_id, int backlog) {
   id->backlog = backlog;
   id->state = IdState::kListening;
   s.by_listener[l] = id;
+  s.kick();  // requests that waited for this service are events to deliver now
   return 0;
 }
 

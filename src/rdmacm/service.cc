@@ -241,12 +241,12 @@ void Service::run() {
 // The Manager's counters into the device's block, in VRNIC_CM_COUNTERS order.
 void Service::publish_counters() {
   const cm::Counters& c = manager_->counters();
-  uint64_t v[26];
+  uint64_t v[27];
   size_t n = 0;
   for (int i = 0; i < 9; ++i) v[n++] = c.tx[i];
   for (int i = 0; i < 9; ++i) v[n++] = c.rx[i];
   for (uint64_t x : {c.retries, c.timeouts, c.rejects_sent, c.rejects_received, c.duplicates,
-                     c.rx_malformed, c.rx_unmatched, c.rx_bad_state}) {
+                     c.rx_malformed, c.rx_unmatched, c.rx_bad_state, c.parked}) {
     v[n++] = x;
   }
   vrnic_cm_publish(ctx_, v, n);
