@@ -106,7 +106,7 @@ int Manager::listen(uint16_t port_space, uint16_t port, const Endpoint& local, b
 void Manager::stop_listening(uint32_t listener) {
   auto it = listeners_.find(listener);
   if (it == listeners_.end()) return;
-  stopped_at_[wc::service_id(it->second.port_space, it->second.port)] = clock_.now_ns();
+  stopped_at_[it->second.port] = clock_.now_ns();
   listeners_.erase(it);
 }
 

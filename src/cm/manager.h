@@ -156,7 +156,7 @@ class Manager {
   const engine::Clock& clock_;
   std::map<uint32_t, Conn> conns_;  // by local comm ID
   std::map<uint32_t, Listener> listeners_;
-  std::map<uint64_t, uint64_t> stopped_at_;  // service ID -> when its last listener stopped
+  std::map<uint16_t, uint64_t> stopped_at_;  // port -> when a listener on it last stopped
   std::vector<Parked> parked_;
   std::deque<Event> events_;
   Counters ctr_;

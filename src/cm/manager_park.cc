@@ -9,13 +9,13 @@ namespace wc = wire::cm;
 
 // A server that stops listening and listens again (perftest -R between its two connections) is
 // not raced by a client quick to send its next REQ: a REQ or SIDR_REQ that finds no listener,
-// for a service whose last listener stopped within relisten_wait_ns, waits that long for a new
-// one. A client that meets no listener at all is still rejected at once (IBA 12.6.5: REJ
+// for a port on which a listener stopped within relisten_wait_ns (in any port space: perftest
+// -c UD -R's first connection is RC, its second SIDR), waits that long for a new one. A client that meets no listener at all is still rejected at once (IBA 12.6.5: REJ
 // reason 8; SIDR_REP status 1), as is a request whose wait ends.
 bool Manager::park(const Endpoint& from, const Endpoint& to, uint64_t tid, const wc::Message& m,
                    uint64_t service_id, uint32_t remote_id) {
   const uint64_t now = clock_.now_ns();
-  auto it = stopped_at_.find(service_id);
+  auto it = stopped_at_.find(wc::service_port(service_id));
   if (it == stopped_at_.end() || now - it->second >= cfg_.relisten_wait_ns) return false;
   for (const Parked& p : parked_) {
     const uint32_t id = std::holds_alternative<wc::Req>(p.msg)
@@ -44,7 +44,8 @@ void Manager::dispatch_request(const Parked& p, bool may_park) {
   }
 }
 
-// A new listener takes the requests that waited for its service, in their order of arrival.
+// A new listener takes the requests that waited for its service, in their order of arrival;
+// the others wait on.
 void Manager::replay_parked(uint64_t service_id) {
   std::vector<Parked> due;
   auto keep = std::stable_partition(parked_.begin(), parked_.end(), [&](const Parked& p) {

@@ -77,9 +77,10 @@ TEST(CmRelisten, resent_req_while_waiting__is_one_request) {
   EXPECT_EQ(w.count(0, EventType::kConnectRequest), 1);
 }
 
-TEST(CmRelisten, sidr_req_between_listeners__goes_to_the_next_udp_listener) {
+// perftest -c UD -R: an RC connection first (TCP port space), then SIDR on the same port.
+TEST(CmRelisten, sidr_req_after_a_tcp_listener__goes_to_the_next_udp_listener) {
   Wire w;
-  const uint32_t l = listen_on_a(w, kUdp);
+  const uint32_t l = listen_on_a(w, kTcp);
   w.cm[0]->stop_listening(l);
   ConnectArgs args = args_from_b(w, "udp");
   args.port_space = kUdp;
