@@ -52,6 +52,10 @@ constexpr int kBatchesPerHold = 8;
 constexpr uint64_t kDefaultDeferNs = 50000;
 constexpr uint64_t kBurstGapNs = 2000;  // calls closer than this are one burst (direct mode)
 constexpr uint64_t kQuietDeferNs = 50000;  // deferral at least, while only direct copies move
+// While the program keeps calling, the deferring thread looks again after defer_ns, then
+// twice as late each time it finds the program still there, up to this: each look is a
+// wake-up that takes a CPU from a polling program on a small machine (VRNIC_RECHECK_MAX_US).
+constexpr uint64_t kRecheckMaxNs = 1000000;
 // An ACK a receive makes is held this long for the program's answer (CallPattern); only
 // ACKs (and CNPs) are held, never responses that carry data. The answers of a program that
 // has just started come late (its threads are still being scheduled onto the cores): with
@@ -127,6 +131,7 @@ struct LiveNic::Impl {
   std::thread* thread = nullptr;  // heap: a forked child must never destroy the parent's
   std::atomic<bool> stop{false};
   uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
+  uint64_t recheck_max_ns = kRecheckMaxNs;  // VRNIC_RECHECK_MAX_US overrides
   uint64_t ack_hold_ns = kDefaultAckHoldNs;  // VRNIC_ACK_HOLD_US overrides (0: never hold)
   CallPattern pattern{kDefaultAckHoldNs, kDefaultDeferNs};  // mu_
   // Sends what the port queued, unless it is held for the program's answer (mu_).
@@ -344,6 +349,7 @@ void LiveNic::Impl::progress_loop() {
   prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   engine::Device& device = *nic->device_;
   const int kick_only = 1;  // ppoll on the kick eventfd alone (fds + 1)
+  uint64_t backoff = 0;     // the next look, while the program stays (0: at defer_ns)
   for (;;) {
     uint64_t deadline;
     bool more;
@@ -359,11 +365,14 @@ void LiveNic::Impl::progress_loop() {
       const uint64_t defer =
           wire_quiet.load(std::memory_order_relaxed) ? std::max(defer_ns, kQuietDeferNs) : defer_ns;
       if (now - last < defer && !stop.load(std::memory_order_relaxed)) {
-        uint64_t wait = last + defer - now;
+        const uint64_t wait = std::max(last + defer - now, backoff);
         timespec ts{static_cast<time_t>(wait / 1000000000ull),
                     static_cast<long>(wait % 1000000000ull)};
         pollfd kfd{kick_fd, POLLIN, 0};
-        if (ppoll(&kfd, kick_only, &ts, nullptr) > 0) {
+        const int pr = ppoll(&kfd, kick_only, &ts, nullptr);
+        // Kicked: the program wants the thread (look at defer_ns again); else it stayed.
+        backoff = pr > 0 ? 0 : std::clamp(2 * backoff, defer, std::max(defer, recheck_max_ns));
+        if (pr > 0) {
           uint64_t v;
           ssize_t ignored = read(kick_fd, &v, sizeof v);
           (void)ignored;
@@ -371,6 +380,7 @@ void LiveNic::Impl::progress_loop() {
         continue;
       }
       deferring.store(false, std::memory_order_relaxed);
+      backoff = 0;
     }
     {
       std::lock_guard<DeviceMutex> g(nic->mu_);
@@ -484,6 +494,8 @@ int LiveNic::Impl::start() {
   device.reset(nic->device_);
   if (const char* d = std::getenv("VRNIC_DEFER_US"); d && *d)
     defer_ns = std::strtoull(d, nullptr, 10) * 1000;
+  if (const char* r = std::getenv("VRNIC_RECHECK_MAX_US"); r && *r)
+    recheck_max_ns = std::strtoull(r, nullptr, 10) * 1000;
   if (const char* h = std::getenv("VRNIC_ACK_HOLD_US"); h && *h)
     ack_hold_ns = std::strtoull(h, nullptr, 10) * 1000;
   pattern = CallPattern(ack_hold_ns, defer_ns);
