@@ -56,6 +56,11 @@ constexpr uint64_t kQuietDeferNs = 50000;  // deferral at least, while only dire
 // twice as late each time it finds the program still there, up to this: each look is a
 // wake-up that takes a CPU from a polling program on a small machine (VRNIC_RECHECK_MAX_US).
 constexpr uint64_t kRecheckMaxNs = 1000000;
+// After it received packets the thread keeps looking, without sleeping, this long before it
+// sleeps on the socket (VRNIC_SPIN_US; 0: never): while packets keep coming (a passive
+// responder, the receiver of a stream) no wake-up is paid per packet, by it or by the sender
+// whose sendmmsg would wake it. Idle devices never spin.
+constexpr uint64_t kSpinNs = 50000;
 // An ACK a receive makes is held this long for the program's answer (CallPattern); only
 // ACKs (and CNPs) are held, never responses that carry data. The answers of a program that
 // has just started come late (its threads are still being scheduled onto the cores): with
@@ -132,6 +137,7 @@ struct LiveNic::Impl {
   std::atomic<bool> stop{false};
   uint64_t defer_ns = kDefaultDeferNs;     // VRNIC_DEFER_US overrides
   uint64_t recheck_max_ns = kRecheckMaxNs;  // VRNIC_RECHECK_MAX_US overrides
+  uint64_t spin_ns = kSpinNs;  // VRNIC_SPIN_US overrides
   uint64_t ack_hold_ns = kDefaultAckHoldNs;  // VRNIC_ACK_HOLD_US overrides (0: never hold)
   CallPattern pattern{kDefaultAckHoldNs, kDefaultDeferNs};  // mu_
   // Sends what the port queued, unless it is held for the program's answer (mu_).
@@ -350,6 +356,7 @@ void LiveNic::Impl::progress_loop() {
   engine::Device& device = *nic->device_;
   const int kick_only = 1;  // ppoll on the kick eventfd alone (fds + 1)
   uint64_t backoff = 0;     // the next look, while the program stays (0: at defer_ns)
+  uint64_t rx_at = 0;       // when the thread last received a packet
   for (;;) {
     uint64_t deadline;
     bool more;
@@ -389,7 +396,10 @@ void LiveNic::Impl::progress_loop() {
       pattern.on_quiet(now);
       more = service_locked(kBatchesPerHold, now);
       publish_rates_locked(now);
-      if (batch.datagrams() > 0) wire_quiet.store(false, std::memory_order_relaxed);
+      if (batch.datagrams() > 0) {
+        wire_quiet.store(false, std::memory_order_relaxed);
+        rx_at = now;
+      }
       deadline = device.next_timer_ns();
       // Work the engine holds back (window, pacing) without a timer: look again soon.
       if (deadline == kNoTimer && device.has_pending_tx()) deadline = clock.now_ns() + 1000000;
@@ -398,6 +408,12 @@ void LiveNic::Impl::progress_loop() {
       thread_deadline_ns = deadline;
     }
     if (more) continue;  // the socket still holds packets: no need to ask poll
+    if (spin_ns != 0 && clock.now_ns() - rx_at < spin_ns) {
+      // Packets came lately and the program is not in the device: look again without
+      // sleeping (a wake-up costs tens of µs; a passive responder answers sooner).
+      __builtin_ia32_pause();
+      continue;
+    }
     pollfd fds[2] = {{port->fd(), POLLIN, 0}, {kick_fd, POLLIN, 0}};
     timespec ts, *timeout = nullptr;
     if (deadline != kNoTimer) {
@@ -494,6 +510,8 @@ int LiveNic::Impl::start() {
   device.reset(nic->device_);
   if (const char* d = std::getenv("VRNIC_DEFER_US"); d && *d)
     defer_ns = std::strtoull(d, nullptr, 10) * 1000;
+  if (const char* r = std::getenv("VRNIC_SPIN_US"); r && *r)
+    spin_ns = std::strtoull(r, nullptr, 10) * 1000;
   if (const char* r = std::getenv("VRNIC_RECHECK_MAX_US"); r && *r)
     recheck_max_ns = std::strtoull(r, nullptr, 10) * 1000;
   if (const char* h = std::getenv("VRNIC_ACK_HOLD_US"); h && *h)
