@@ -134,6 +134,8 @@ class Manager {
   void replay_parked(uint64_t service_id);
   void expire_parked(uint64_t now);
   void dispatch_request(const Parked& p, bool may_park);
+  template <typename Pred>
+  void dispatch_parked(Pred due);
   void on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, const wire::cm::Req& m,
               bool may_park = true);
   void on_mra(const Endpoint& from, const wire::cm::Mra& m);

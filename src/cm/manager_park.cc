@@ -10,8 +10,9 @@ namespace wc = wire::cm;
 // A server that stops listening and listens again (perftest -R between its two connections) is
 // not raced by a client quick to send its next REQ: a REQ or SIDR_REQ that finds no listener,
 // for a port on which a listener stopped within relisten_wait_ns (in any port space: perftest
-// -c UD -R's first connection is RC, its second SIDR), waits that long for a new one. A client that meets no listener at all is still rejected at once (IBA 12.6.5: REJ
-// reason 8; SIDR_REP status 1), as is a request whose wait ends.
+// -c UD -R's first connection is RC, its second SIDR), waits that long for a new one. A
+// client that meets no listener at all is still rejected at once (IBA 12.6.5: REJ reason 8;
+// SIDR_REP status 1), as is a request whose wait ends.
 bool Manager::park(const Endpoint& from, const Endpoint& to, uint64_t tid, const wc::Message& m,
                    uint64_t service_id, uint32_t remote_id) {
   const uint64_t now = clock_.now_ns();
@@ -44,26 +45,27 @@ void Manager::dispatch_request(const Parked& p, bool may_park) {
   }
 }
 
-// A new listener takes the requests that waited for its service, in their order of arrival;
-// the others wait on.
+// Takes the waiting requests `due` selects out of the queue, in their order of arrival, and
+// hands them on (no second wait: a listener that does not match, or none, rejects them).
+template <typename Pred>
+void Manager::dispatch_parked(Pred due) {
+  auto first = std::stable_partition(parked_.begin(), parked_.end(),
+                                     [&](const Parked& p) { return !due(p); });
+  std::vector<Parked> taken(std::make_move_iterator(first),
+                            std::make_move_iterator(parked_.end()));
+  parked_.erase(first, parked_.end());
+  for (const Parked& p : taken) dispatch_request(p, false);
+}
+
+// A new listener takes the requests that waited for its service; the others wait on.
 void Manager::replay_parked(uint64_t service_id) {
-  std::vector<Parked> due;
-  auto keep = std::stable_partition(parked_.begin(), parked_.end(), [&](const Parked& p) {
-    return requested_service(p.msg) != service_id;
-  });
-  due.assign(std::make_move_iterator(keep), std::make_move_iterator(parked_.end()));
-  parked_.erase(keep, parked_.end());
-  for (const Parked& p : due) dispatch_request(p, false);
+  dispatch_parked([&](const Parked& p) { return requested_service(p.msg) == service_id; });
 }
 
 void Manager::expire_parked(uint64_t now) {
-  std::erase_if(stopped_at_, [&](const auto& kv) { return now - kv.second >= cfg_.relisten_wait_ns; });
-  std::vector<Parked> due;
-  auto keep = std::stable_partition(parked_.begin(), parked_.end(),
-                                    [&](const Parked& p) { return p.until > now; });
-  due.assign(std::make_move_iterator(keep), std::make_move_iterator(parked_.end()));
-  parked_.erase(keep, parked_.end());
-  for (const Parked& p : due) dispatch_request(p, false);  // no listener came: rejected
+  std::erase_if(stopped_at_,
+                [&](const auto& kv) { return now - kv.second >= cfg_.relisten_wait_ns; });
+  dispatch_parked([&](const Parked& p) { return p.until <= now; });  // no listener came
 }
 
 }  // namespace vrnic::cm
