@@ -18,6 +18,8 @@ enum class EventKind : uint8_t {
   kPause,      // a PFC frame reaches a port: a = port, b = priority, c = 1 pause / 0 resume
   kHostTimer,  // the engine of host a asked to run its timers; c = generation
   kFlowStart,  // flow a posts its first WRITEs (after the NIC's processing delay)
+  kWatchdog,   // the PFC watchdog looks at port a, priority b, paused as of generation c
+  kRestore,    // the watchdog's restoration timer of port a, priority b
 };
 
 struct Event {

@@ -53,8 +53,8 @@ Qp* Host::create_qp(uint32_t send_wqes) {
   return qp;
 }
 
-int Host::connect(Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, uint32_t mtu,
-                  uint8_t ack_timeout) {
+int Host::connect(Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, const PathParams& path) {
+  const uint32_t mtu = path.mtu;
   QpAttr a;
   a.qp_state = QpState::kInit;
   a.port_num = 1;
@@ -66,12 +66,13 @@ int Host::connect(Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, uint32_t mtu,
                                     : mtu == 2048 ? 4 : 5);  // IBV_MTU_256 .. IBV_MTU_4096
   a.dest_qp_num = peer_qpn;
   a.ah.dgid = gid_of_ipv4(peer_ipv4);
+  a.ah.traffic_class = path.traffic_class;
   a.max_dest_rd_atomic = 1;
   if (int e = dev_->modify_qp(qp, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
                                          kAttrRqPsn | kAttrMaxDestRdAtomic | kAttrMinRnrTimer))
     return e;
   a.qp_state = QpState::kRts;
-  a.timeout = ack_timeout;
+  a.timeout = path.ack_timeout;
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.max_rd_atomic = 1;

@@ -15,6 +15,12 @@ inline constexpr uint32_t kChunkBytes = 64 * 1024;  // one RDMA WRITE of a flow 
 
 engine::Gid gid_of_ipv4(uint32_t ipv4);
 
+struct PathParams {
+  uint32_t mtu = 4096;
+  uint8_t ack_timeout = 10;   // local ACK timeout exponent
+  uint8_t traffic_class = 0;  // the GRH traffic class (DSCP << 2); 0: the engine's default
+};
+
 class Host : public engine::PacketPort, public engine::EventSink, public engine::HostMemory {
  public:
   // `port`: the host's port in `net`, where its packets go.
@@ -33,8 +39,7 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   // An RC QP in RESET (allocated, not connected); its QPN is dev().qp_num(qp).
   engine::Qp* create_qp(uint32_t send_wqes);
   // Moves `qp` through INIT, RTR and RTS toward `peer_qpn` at `peer_ipv4`. Returns 0 or errno.
-  int connect(engine::Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, uint32_t mtu,
-              uint8_t ack_timeout);
+  int connect(engine::Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, const PathParams& path);
   // Posts one signaled RDMA WRITE of `bytes` (<= kChunkBytes) into `peer`'s memory.
   int post_write(engine::Qp* qp, const Host& peer, uint64_t wr_id, uint32_t bytes, uint32_t slot);
 

@@ -1,4 +1,5 @@
-// The fabric: links, output-queued switches with RED/ECN and PFC, static routes (network.h).
+// The fabric: links, output-queued switches with ETS and RED/ECN, static routes (network.h);
+// PFC and its watchdog are in network_pfc.cc.
 #include "sim/network.h"
 
 #include <algorithm>
@@ -21,13 +22,13 @@ uint32_t ipv4_of_packet(const Packet& p) {
   return uint32_t{d[0]} << 24 | uint32_t{d[1]} << 16 | uint32_t{d[2]} << 8 | d[3];
 }
 
-uint32_t Network::add_host(uint32_t ipv4) {
-  nodes_.push_back(Node{false, ipv4, {}, {}, {}});
+uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos) {
+  nodes_.push_back(Node{false, ipv4, {}, qos, {}, {}});
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 uint32_t Network::add_switch(const SwitchParams& p) {
-  nodes_.push_back(Node{true, 0, p, {}, {}});
+  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}});
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -80,12 +81,24 @@ std::vector<uint32_t> Network::path(uint32_t src, uint32_t dst) const {
   return out;
 }
 
+const QosParams& Network::qos_of(uint32_t node) const {
+  const Node& n = nodes_[node];
+  if (n.is_switch) return n.sw.qos;
+  // A NIC runs what DCBX agreed with the switch at the far end of its link.
+  const uint32_t far = ports_[ports_[n.ports.front()].peer].node;
+  return nodes_[far].is_switch ? negotiated(n.qos, nodes_[far].sw.qos) : n.qos;
+}
+
+// A packet into a port's egress queue (a host's NIC classifies it by DSCP first). A stormed
+// queue whose watchdog action is drop, or a full buffer, drops it.
 void Network::enqueue(uint32_t port, Packet&& p) {
   Port& out = ports_[port];
   const Node& n = nodes_[out.node];
-  if (n.is_switch && out.queue_bytes + p.wire_bytes() > n.sw.buffer_bytes) {
-    ++out.drops;  // drop tail: the frame leaves the switch's buffer, and its ingress count
-    release_ingress(n, p);
+  if (!n.is_switch) p.prio = qos_of(out.node).prio_of_tos(p.tos);
+  const bool storm_drop = out.stormed[p.prio] && n.is_switch && n.sw.watchdog.drop;
+  if (storm_drop || (n.is_switch && out.queue_bytes + p.wire_bytes() > n.sw.buffer_bytes)) {
+    ++(storm_drop ? out.storm_drops : out.drops);
+    release_ingress(n, p);  // the frame leaves the switch's buffer, and its ingress count
     return;
   }
   out.queue_bytes += p.wire_bytes();
@@ -94,13 +107,16 @@ void Network::enqueue(uint32_t port, Packet&& p) {
   try_send(port);
 }
 
-// Starts the next frame if the port is idle: the highest priority with a frame that the
-// far end has not paused (strict priority; ETS is not modelled).
+// Starts the next frame if the port is idle: ETS picks among the priorities the far end has
+// not paused (a stormed queue with the forward action ignores its pause).
 void Network::try_send(uint32_t port) {
   Port& out = ports_[port];
   if (out.busy) return;
-  int prio = kPriorities - 1;
-  while (prio >= 0 && (out.queue[prio].empty() || out.paused[prio])) --prio;
+  const QosParams& qos = qos_of(out.node);
+  const int prio = pick_priority(qos, out.ets, [&out](int q) -> uint64_t {
+    if (out.queue[q].empty() || (out.paused[q] && !out.stormed[q])) return 0;
+    return out.queue[q].front().wire_bytes();
+  });
   if (prio < 0) return;
   Packet p = std::move(out.queue[prio].front());
   out.queue[prio].pop_front();
@@ -108,6 +124,7 @@ void Network::try_send(uint32_t port) {
   const Node& n = nodes_[out.node];
   if (n.is_switch) leave_switch(out, n, p);
   const uint64_t now = clock_.now_ns();
+  if (now >= stats_from_) out.tc_bytes[qos.prio_to_tc[prio]] += p.wire_bytes();
   const uint64_t ser = serialize_ns(p.wire_bytes(), out.rate_bps);
   out.busy = true;
   ++out.tx_packets;
@@ -133,16 +150,6 @@ void Network::leave_switch(Port& out, const Node& sw, Packet& p) {
   release_ingress(sw, p);
 }
 
-// A frame no longer buffered (sent or dropped) leaves its ingress port's count; at or below
-// XON a paused upstream is resumed.
-void Network::release_ingress(const Node& sw, const Packet& p) {
-  if (p.ingress == kNone) return;
-  Port& in = ports_[p.ingress];
-  in.ingress_bytes[p.prio] -= p.wire_bytes();
-  if (sw.sw.pfc && in.pause_sent[p.prio] && in.ingress_bytes[p.prio] <= sw.sw.xon)
-    send_pfc(p.ingress, p.prio, false);
-}
-
 // RED as DCQCN uses it: no mark up to Kmin, a probability rising linearly to Pmax at Kmax,
 // always above Kmax.
 bool Network::red_mark(const RedParams& red, uint64_t q) {
@@ -151,16 +158,6 @@ bool Network::red_mark(const RedParams& red, uint64_t q) {
   const double p = red.pmax * static_cast<double>(q - red.kmin) /
                    static_cast<double>(red.kmax - red.kmin);
   return rng_.uniform() < p;
-}
-
-// A PFC frame (802.1Qbb) from switch port `port` to the far end: it overtakes the queue
-// (MAC control frames are not queued behind data) and takes effect after the link's delay.
-void Network::send_pfc(uint32_t port, uint8_t prio, bool pause) {
-  Port& in = ports_[port];
-  in.pause_sent[prio] = pause;
-  if (pause) ++in.pauses_sent;  // XOFF frames; the resumes (XON) are not counted
-  const uint64_t t = clock_.now_ns() + serialize_ns(kPauseFrameBytes, in.rate_bps) + in.delay_ns;
-  ev_.push(t, EventKind::kPause, in.peer, prio, pause ? 1 : 0);
 }
 
 void Network::handle(const Event& e) {
@@ -173,8 +170,13 @@ void Network::handle(const Event& e) {
       on_arrive(e.a);
       break;
     case EventKind::kPause:
-      ports_[e.a].paused[e.b] = e.c != 0;
-      if (e.c == 0) try_send(e.a);
+      on_pause(e.a, static_cast<uint8_t>(e.b), e.c != 0);
+      break;
+    case EventKind::kWatchdog:
+      on_watchdog(e.a, static_cast<uint8_t>(e.b), e.c);
+      break;
+    case EventKind::kRestore:
+      on_restore(e.a, static_cast<uint8_t>(e.b));
       break;
     default:
       break;
@@ -205,21 +207,23 @@ void Network::switch_receive(uint32_t port, Packet&& p) {
   }
   Port& in = ports_[port];
   p.ingress = port;
+  p.prio = sw.sw.qos.prio_of_tos(p.tos);  // the switch trusts DSCP, through its own map
   in.ingress_bytes[p.prio] += p.wire_bytes();
-  if (sw.sw.pfc && !in.pause_sent[p.prio] && in.ingress_bytes[p.prio] > sw.sw.xoff)
+  if (sw.sw.pfc && sw.sw.qos.pfc_on(p.prio) && !in.pause_sent[p.prio] &&
+      in.ingress_bytes[p.prio] > sw.sw.xoff)
     send_pfc(port, p.prio, true);
   enqueue(route->second, std::move(p));
 }
 
 uint64_t Network::drops() const {
   uint64_t n = 0;
-  for (const Port& p : ports_) n += p.drops;
+  for (const Port& p : ports_) n += p.drops + p.storm_drops;
   return n;
 }
 
-uint64_t Network::pause_frames() const {
+uint64_t Network::storms() const {
   uint64_t n = 0;
-  for (const Port& p : ports_) n += p.pauses_sent;
+  for (const Port& p : ports_) n += p.storms;
   return n;
 }
 

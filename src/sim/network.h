@@ -1,20 +1,22 @@
 // The fabric of a simulation: links (rate, propagation delay, FIFO serialisation per
-// direction), output-queued switches (per egress port and priority a drop-tail queue, RED/ECN
-// marking at dequeue, PFC by ingress accounting) and the hosts' NIC ports, with static
-// routes by destination IP. Time moves only through the EventQueue.
+// direction), output-queued switches (per egress port and priority a drop-tail queue, ETS
+// between traffic classes, RED/ECN marking at dequeue, PFC by ingress accounting, the PFC
+// watchdog) and the hosts' NIC ports, with static routes by destination IP. Time moves only
+// through the EventQueue.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/ports.h"
 #include "sim/event_queue.h"
+#include "sim/qos.h"
 
 namespace vrnic::sim {
 
-inline constexpr int kPriorities = 8;  // 802.1Qbb: eight priorities; all traffic uses 0 yet
 inline constexpr uint32_t kNone = UINT32_MAX;
 // Bytes a frame occupies on the wire around the UDP payload: preamble and gap (20),
 // Ethernet header and FCS (18), IPv4 (20), UDP (8).
@@ -24,7 +26,7 @@ inline constexpr uint64_t kPauseFrameBytes = 64 + 20;  // a PFC frame: minimum f
 struct Packet {
   wire::IpUdpInfo ip;
   uint8_t tos = 0;
-  uint8_t prio = 0;
+  uint8_t prio = 0;          // from the DSCP, by the map of the device it is in
   uint32_t ingress = kNone;  // the switch port it came in on (PFC accounting)
   std::vector<uint8_t> bytes;  // the UDP payload: BTH .. ICRC
   uint64_t wire_bytes() const { return bytes.size() + kFrameOverhead; }
@@ -40,11 +42,21 @@ struct RedParams {
   double pmax = 0.01;
 };
 
+// The PFC watchdog (as SONiC's): an egress queue paused without a break for detect_ns is
+// declared stormed; its action applies until, restore_ns later, the pause has ended.
+struct WatchdogParams {
+  bool enabled = false;
+  uint64_t detect_ns = 200'000'000, restore_ns = 200'000'000;
+  bool drop = true;  // action: drop the queue's frames (true) or send them despite the pause
+};
+
 struct SwitchParams {
   uint64_t buffer_bytes = 1'000'000;  // per egress port (all priorities); drop tail beyond
   RedParams red;                      // the same for every queue
-  bool pfc = false;
+  bool pfc = false;                   // on the priorities qos.pfc_priorities names
   uint64_t xoff = 40'000, xon = 20'000;  // ingress bytes per priority
+  QosParams qos;
+  WatchdogParams watchdog;
 };
 
 struct Port {
@@ -54,6 +66,9 @@ struct Port {
   std::array<std::deque<Packet>, kPriorities> queue;
   uint64_t queue_bytes = 0;           // all priorities
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
+  std::array<uint64_t, kPriorities> pause_gen{};  // counts pauses and resumes (watchdog)
+  std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
+  EtsState ets;
   bool busy = false;
   std::deque<Packet> in_flight;  // serialised or on the wire, oldest first
   // Ingress side (switch ports): bytes of the packets that came in here, still buffered.
@@ -61,7 +76,10 @@ struct Port {
   std::array<bool, kPriorities> pause_sent{};
   // Counters.
   uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
+  uint64_t pauses_ignored = 0;  // PAUSE for a priority without PFC here
+  uint64_t storms = 0, storm_drops = 0;  // the watchdog's detections and its drops
   uint64_t queue_samples = 0, queue_sum = 0;  // queue left at dequeue, after stats_from_ns
+  std::array<uint64_t, kPriorities> tc_bytes{};  // bytes sent per class, after stats_from_ns
 };
 
 // Where packets for a host go: the simulator's hosts implement it.
@@ -76,18 +94,23 @@ class Network {
   Network(EventQueue& events, SimClock& clock, uint64_t seed)
       : ev_(events), clock_(clock), rng_(seed) {}
 
-  uint32_t add_host(uint32_t ipv4);
+  // A host whose NIC has DCB settings `qos` (negotiated with its switch's at connect()).
+  uint32_t add_host(uint32_t ipv4, const QosParams& qos = {});
   uint32_t add_switch(const SwitchParams& p);
   // A full-duplex link: one port on each node. Returns the port on `a`.
   uint32_t connect(uint32_t a, uint32_t b, double rate_bps, uint64_t delay_ns);
   // Static routes: every switch sends toward each host along a shortest path (BFS).
   void compute_routes();
+  // Overrides the route of switch `node` toward `ipv4`: out of `port`.
+  void set_route(uint32_t node, uint32_t ipv4, uint32_t port) { nodes_[node].routes[ipv4] = port; }
+  // DCBX at start: each link whose ends' settings disagree, one line per difference.
+  std::vector<std::string> dcbx_check() const;
   void set_sink(HostSink* sink) { sink_ = sink; }
   void set_stats_from(uint64_t t) { stats_from_ = t; }
 
   // A packet into a port's egress queue (a host's NIC, or a switch after routing).
   void enqueue(uint32_t port, Packet&& p);
-  void handle(const Event& e);  // kTxDone, kArrive, kPause
+  void handle(const Event& e);  // kTxDone, kArrive, kPause, kWatchdog, kRestore
 
   uint32_t host_port(uint32_t node) const { return nodes_[node].ports.front(); }
   bool is_switch(uint32_t node) const { return nodes_[node].is_switch; }
@@ -100,12 +123,15 @@ class Network {
   uint64_t drops() const;
   uint64_t pause_frames() const;
   uint64_t marked() const;
+  uint64_t storms() const;
+  const QosParams& qos_of(uint32_t node) const;
 
  private:
   struct Node {
     bool is_switch = false;
     uint32_t ipv4 = 0;
     SwitchParams sw;
+    QosParams qos;  // a host's NIC (a switch's are sw.qos)
     std::vector<uint32_t> ports;
     std::unordered_map<uint32_t, uint32_t> routes;  // destination IPv4 -> egress port
   };
@@ -116,6 +142,10 @@ class Network {
   void release_ingress(const Node& sw, const Packet& p);
   bool red_mark(const RedParams& red, uint64_t queue_left);
   void send_pfc(uint32_t port, uint8_t prio, bool pause);
+  void on_pause(uint32_t port, uint8_t prio, bool pause);
+  void on_watchdog(uint32_t port, uint8_t prio, uint64_t gen);
+  void on_restore(uint32_t port, uint8_t prio);
+  void drop_queue(uint32_t port, uint8_t prio);
 
   EventQueue& ev_;
   SimClock& clock_;

@@ -27,6 +27,72 @@ void get_gbps(const json& j, const char* key, double& bps) {
   bps = gbps * 1e9;
 }
 
+int key_int(const std::string& key, const char* field) {
+  try {
+    size_t used = 0;
+    const int v = std::stoi(key, &used);
+    if (used == key.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw std::runtime_error(std::string("scenario: ") + field + ": \"" + key + "\" is no number");
+}
+
+uint8_t priority_bits(const json& j, const char* key) {
+  uint8_t bits = 0;
+  for (const json& p : j.at(key)) {
+    const auto prio = p.get<int>();
+    if (prio < 0 || prio >= kPriorities)
+      throw std::runtime_error(std::string("scenario: ") + key + ": priorities are 0..7");
+    bits |= static_cast<uint8_t>(1u << prio);
+  }
+  return bits;
+}
+
+// DCB settings: "dscp_to_priority" {"26": 3}, "priority_to_tc" [8], "ets_shares" {"tc":
+// percent}, "pfc_priorities" [..], "willing" (NICs).
+void parse_qos(const json& j, QosParams& q) {
+  const json none = json::object();
+  for (const auto& [dscp, prio] : (j.contains("dscp_to_priority") ? j["dscp_to_priority"] : none).items()) {
+    const int d = key_int(dscp, "dscp_to_priority"), p = prio.get<int>();
+    if (d < 0 || d > 63 || p < 0 || p >= kPriorities)
+      throw std::runtime_error("scenario: dscp_to_priority: DSCP 0..63 to priority 0..7");
+    q.dscp_to_prio[d] = static_cast<uint8_t>(p);
+  }
+  if (j.contains("priority_to_tc")) {
+    const auto m = j["priority_to_tc"].get<std::vector<int>>();
+    if (m.size() != kPriorities) throw std::runtime_error("scenario: priority_to_tc: 8 classes");
+    for (int p = 0; p < kPriorities; ++p) {
+      if (m[p] < 0 || m[p] >= kPriorities)
+        throw std::runtime_error("scenario: priority_to_tc: classes are 0..7");
+      q.prio_to_tc[p] = static_cast<uint8_t>(m[p]);
+    }
+  }
+  int total = 0;
+  for (const auto& [tc, share] : (j.contains("ets_shares") ? j["ets_shares"] : none).items()) {
+    const int c = key_int(tc, "ets_shares"), pct = share.get<int>();
+    if (c < 0 || c >= kPriorities || pct < 0 || pct > 100)
+      throw std::runtime_error("scenario: ets_shares: class 0..7 to a percentage");
+    q.ets_share[c] = static_cast<uint8_t>(pct);
+    total += pct;
+  }
+  if (total > 100) throw std::runtime_error("scenario: ets_shares add up to more than 100");
+  if (j.contains("pfc_priorities")) q.pfc_priorities = priority_bits(j, "pfc_priorities");
+  get(j, "willing", q.willing);
+}
+
+void parse_watchdog(const json& j, WatchdogParams& w) {
+  get(j, "enabled", w.enabled);
+  get(j, "detect_ns", w.detect_ns);
+  get(j, "restore_ns", w.restore_ns);
+  std::string action = w.drop ? "drop" : "forward";
+  get(j, "action", action);
+  if (action != "drop" && action != "forward")
+    throw std::runtime_error("scenario: watchdog action must be \"drop\" or \"forward\"");
+  w.drop = action == "drop";
+  if (w.detect_ns == 0 || w.restore_ns == 0)
+    throw std::runtime_error("scenario: watchdog detect_ns and restore_ns must be > 0");
+}
+
 void parse_switch(const json& j, SwitchParams& s) {
   get(j, "buffer_bytes", s.buffer_bytes);
   if (j.contains("ecn")) {
@@ -44,6 +110,8 @@ void parse_switch(const json& j, SwitchParams& s) {
     get(p, "xon", s.xon);
     if (s.xon > s.xoff) throw std::runtime_error("scenario: pfc xon must be <= xoff");
   }
+  if (j.contains("qos")) parse_qos(j["qos"], s.qos);
+  if (j.contains("watchdog")) parse_watchdog(j["watchdog"], s.watchdog);
 }
 
 void parse_nic(const json& j, NicParams& n) {
@@ -53,6 +121,7 @@ void parse_nic(const json& j, NicParams& n) {
   get(j, "wqes_in_flight", n.wqes_in_flight);
   get(j, "ack_timeout", n.ack_timeout);
   get(j, "cc", n.cc);
+  if (j.contains("qos")) parse_qos(j["qos"], n.qos);
   if (n.mtu != 256 && n.mtu != 512 && n.mtu != 1024 && n.mtu != 2048 && n.mtu != 4096)
     throw std::runtime_error("scenario: nic mtu must be 256, 512, 1024, 2048 or 4096");
   if (n.wqes_in_flight == 0) throw std::runtime_error("scenario: nic wqes_in_flight must be > 0");
@@ -89,6 +158,8 @@ void parse_flow(const json& f, const Scenario& s, std::vector<FlowSpec>& out) {
   get(f, "dst", spec.dst);
   get(f, "bytes", spec.bytes);
   get(f, "start_ns", spec.start_ns);
+  get(f, "dscp", spec.dscp);
+  if (spec.dscp < -1 || spec.dscp > 63) throw std::runtime_error("scenario: a flow's dscp is 0..63");
   if (spec.bytes == 0) throw std::runtime_error("scenario: a flow needs \"bytes\" > 0");
   for (uint32_t h = first; h <= last; ++h) {
     if (h >= s.host_count() || spec.dst >= s.host_count() || h == spec.dst)
@@ -104,12 +175,16 @@ void parse_topology(const json& t, Scenario& s) {
   get(t, "hosts", s.hosts);
   get(t, "senders", s.senders);
   get(t, "receivers", s.receivers);
+  get(t, "switches", s.switches);
+  get(t, "hosts_per_switch", s.hosts_per_switch);
   get_gbps(t, "host_rate_gbps", s.host_rate_bps);
   s.core_rate_bps = s.host_rate_bps;
   get_gbps(t, "core_rate_gbps", s.core_rate_bps);
   get(t, "link_delay_ns", s.link_delay_ns);
-  if (s.topology != "star" && s.topology != "dumbbell")
-    throw std::runtime_error("scenario: topology type must be \"star\" or \"dumbbell\"");
+  if (s.topology != "star" && s.topology != "dumbbell" && s.topology != "ring")
+    throw std::runtime_error("scenario: topology type must be \"star\", \"dumbbell\" or \"ring\"");
+  if (s.topology == "ring" && (s.switches < 3 || s.hosts_per_switch == 0))
+    throw std::runtime_error("scenario: a ring has 3 or more switches, each with hosts");
   if (s.host_count() < 2 || s.host_count() > 4096)
     throw std::runtime_error("scenario: 2 to 4096 hosts");
 }

@@ -14,6 +14,7 @@ struct FlowSpec {
   uint32_t src = 0, dst = 0;  // host indices
   uint64_t bytes = 0;
   uint64_t start_ns = 0;
+  int dscp = -1;  // the QPs' traffic class DSCP; -1: the engine's default (data_dscp)
 };
 
 struct NicParams {
@@ -23,13 +24,17 @@ struct NicParams {
   uint32_t wqes_in_flight = 16;         // WRITEs of 64 KiB a flow keeps posted
   uint8_t ack_timeout = 10;             // local ACK timeout exponent: 4.096 us * 2^n
   bool cc = true;                       // ECN + DCQCN (DcqcnParams::enabled)
+  QosParams qos;                        // DCB settings (willing: the switch's apply)
 };
 
 struct Scenario {
   std::string name, description;
-  std::string topology = "star";  // "star": hosts on one switch; "dumbbell": two switches
+  // "star": hosts on one switch; "dumbbell": two switches; "ring": switches in a ring, each
+  // with hosts_per_switch hosts, every route going clockwise (a cyclic buffer dependency)
+  std::string topology = "star";
   uint32_t hosts = 2;             // star
   uint32_t senders = 1, receivers = 1;  // dumbbell: hosts 0..N-1 left, N..N+M-1 right
+  uint32_t switches = 4, hosts_per_switch = 1;  // ring: host h on switch h / hosts_per_switch
   double host_rate_bps = 100e9, core_rate_bps = 100e9;  // host links; the switch-switch link
   uint64_t link_delay_ns = 1000;
   SwitchParams sw;
@@ -41,7 +46,10 @@ struct Scenario {
   uint64_t stats_from_ns = UINT64_MAX;  // queue means from here; default duration_ns / 2
   uint64_t seed = 1;
 
-  uint32_t host_count() const { return topology == "dumbbell" ? senders + receivers : hosts; }
+  uint32_t host_count() const {
+    if (topology == "ring") return switches * hosts_per_switch;
+    return topology == "dumbbell" ? senders + receivers : hosts;
+  }
 };
 
 // Parses a scenario; throws std::runtime_error naming the bad field.

@@ -26,7 +26,9 @@ Simulator::~Simulator() = default;
 
 void Simulator::build_topology() {
   const uint32_t n = sc_.host_count();
-  for (uint32_t i = 0; i < n; ++i) host_node_.push_back(net_.add_host(ipv4_of_host(i)));
+  for (uint32_t i = 0; i < n; ++i)
+    host_node_.push_back(net_.add_host(ipv4_of_host(i), sc_.nic.qos));
+  if (sc_.topology == "ring") return build_ring();
   if (sc_.topology == "dumbbell") {
     const uint32_t left = net_.add_switch(sc_.sw), right = net_.add_switch(sc_.sw);
     for (uint32_t i = 0; i < n; ++i)
@@ -39,6 +41,29 @@ void Simulator::build_topology() {
       net_.connect(host_node_[i], sw, sc_.host_rate_bps, sc_.link_delay_ns);
   }
   net_.compute_routes();
+  build_hosts();
+}
+
+// Switches in a ring, each with its hosts; every switch sends toward another switch's hosts
+// out of its clockwise link, so that the ring links' buffers depend on each other in a cycle.
+void Simulator::build_ring() {
+  std::vector<uint32_t> sw, cw;  // the switches; each one's clockwise port
+  for (uint32_t i = 0; i < sc_.switches; ++i) sw.push_back(net_.add_switch(sc_.sw));
+  for (uint32_t i = 0; i < host_node_.size(); ++i)
+    net_.connect(host_node_[i], sw[i / sc_.hosts_per_switch], sc_.host_rate_bps,
+                 sc_.link_delay_ns);
+  for (uint32_t i = 0; i < sc_.switches; ++i)
+    cw.push_back(net_.connect(sw[i], sw[(i + 1) % sc_.switches], sc_.core_rate_bps,
+                              sc_.link_delay_ns));
+  net_.compute_routes();
+  for (uint32_t i = 0; i < sc_.switches; ++i)
+    for (uint32_t h = 0; h < host_node_.size(); ++h)
+      if (h / sc_.hosts_per_switch != i) net_.set_route(sw[i], ipv4_of_host(h), cw[i]);
+  build_hosts();
+}
+
+void Simulator::build_hosts() {
+  const uint32_t n = sc_.host_count();
   DeviceConfig cfg;
   cfg.cc = sc_.dcqcn;
   cfg.cc.enabled = sc_.nic.cc;
@@ -67,8 +92,10 @@ void Simulator::build_flows() {
     f.qp = src.create_qp(sc_.nic.wqes_in_flight);
     Qp* rqp = dst.create_qp(1);
     const uint32_t sq = src.dev().qp_num(f.qp), rq = dst.dev().qp_num(rqp);
-    if (src.connect(f.qp, rq, ipv4_of_host(f.spec.dst), sc_.nic.mtu, sc_.nic.ack_timeout) ||
-        dst.connect(rqp, sq, ipv4_of_host(f.spec.src), sc_.nic.mtu, sc_.nic.ack_timeout))
+    const PathParams path{sc_.nic.mtu, sc_.nic.ack_timeout,
+                          static_cast<uint8_t>(f.spec.dscp < 0 ? 0 : f.spec.dscp << 2)};
+    if (src.connect(f.qp, rq, ipv4_of_host(f.spec.dst), path) ||
+        dst.connect(rqp, sq, ipv4_of_host(f.spec.src), path))
       throw std::runtime_error("sim: connecting a flow's QPs failed");
     flow_by_rqp_[uint64_t{f.spec.dst} << 32 | rq] = i;
     f.chunks = (f.spec.bytes + kChunkBytes - 1) / kChunkBytes;

@@ -27,6 +27,9 @@ struct Summary {
   double wall_s = 0;
   uint64_t flows_total = 0, flows_completed = 0, flows_failed = 0;
   uint64_t drops = 0, pfc_pause_frames = 0, cnps_sent = 0, ecn_marked = 0;
+  uint64_t watchdog_storms = 0, watchdog_drops = 0, pauses_ignored = 0;
+  std::vector<std::string> dcbx_mismatches;  // one line per disagreement, at start
+  std::map<int, double> ets_shares;  // traffic class -> share of the bottleneck's bytes
   uint64_t retransmitted_packets = 0, ack_timeouts = 0;
   double jain_fairness = -1;  // over the long flows' second half; -1: fewer than two
   std::vector<double> long_flow_gbps;  // each long flow's rate over that window
@@ -60,6 +63,8 @@ class Simulator : private HostSink {
     std::vector<uint64_t> bins;  // long flows: bytes delivered per bin
   };
   void build_topology();
+  void build_ring();
+  void build_hosts();
   void build_flows();
   uint64_t ideal_fct(const FlowSpec& f) const;
   void deliver(uint32_t node, Packet&& p) override;
@@ -69,6 +74,7 @@ class Simulator : private HostSink {
   void on_completion(const engine::WorkCompletion& wc);
   Summary summarise(uint64_t events, double wall_s);
   void summarise_fabric(Summary& s) const;
+  void summarise_ets(Summary& s) const;
 
   Scenario sc_;
   EventQueue ev_;

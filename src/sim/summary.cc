@@ -84,9 +84,14 @@ void Simulator::summarise_fabric(Summary& s) const {
   s.drops = net_.drops();
   s.pfc_pause_frames = net_.pause_frames();
   s.ecn_marked = net_.marked();
+  s.watchdog_storms = net_.storms();
+  s.dcbx_mismatches = net_.dcbx_check();
+  summarise_ets(s);
   uint64_t busiest = 0;  // the bottleneck: the port with the most queue summed at dequeue
   for (uint32_t i = 0; i < net_.port_count(); ++i) {
     const Port& p = net_.port(i);
+    s.watchdog_drops += p.storm_drops;
+    s.pauses_ignored += p.pauses_ignored;  // a NIC's, or a switch's
     if (!net_.is_switch(p.node)) continue;
     s.queue_max_bytes = std::max(s.queue_max_bytes, p.queue_max);
     if (p.queue_samples > 0 && p.queue_sum >= busiest) {
@@ -94,6 +99,23 @@ void Simulator::summarise_fabric(Summary& s) const {
       s.bottleneck_queue_mean_bytes = p.queue_sum / p.queue_samples;
     }
   }
+}
+
+// ETS at the bottleneck: the switch port that sent the most bytes after stats_from_ns, and
+// each traffic class's part of them.
+void Simulator::summarise_ets(Summary& s) const {
+  uint64_t most = 0;
+  const Port* bottleneck = nullptr;
+  for (uint32_t i = 0; i < net_.port_count(); ++i) {
+    const Port& p = net_.port(i);
+    uint64_t sent = 0;
+    for (uint64_t b : p.tc_bytes) sent += b;
+    if (net_.is_switch(p.node) && sent > most) most = sent, bottleneck = &p;
+  }
+  if (bottleneck == nullptr) return;
+  for (int tc = 0; tc < kPriorities; ++tc)
+    if (bottleneck->tc_bytes[tc] > 0)
+      s.ets_shares[tc] = static_cast<double>(bottleneck->tc_bytes[tc]) / static_cast<double>(most);
 }
 
 std::string summary_json(const Summary& s, bool with_wall) {
@@ -115,6 +137,13 @@ std::string summary_json(const Summary& s, bool with_wall) {
   j["ecn_marked"] = s.ecn_marked;
   j["retransmitted_packets"] = s.retransmitted_packets;
   j["ack_timeouts"] = s.ack_timeouts;
+  j["watchdog_storms"] = s.watchdog_storms;
+  j["watchdog_drops"] = s.watchdog_drops;
+  j["pauses_ignored"] = s.pauses_ignored;
+  j["dcbx_mismatches"] = s.dcbx_mismatches.size();
+  j["dcbx_report"] = s.dcbx_mismatches;
+  auto& ets = j["ets_shares"] = nlohmann::ordered_json::object();
+  for (const auto& [tc, share] : s.ets_shares) ets[std::to_string(tc)] = share;
   j["jain_fairness"] = nullptr;  // fewer than two long flows
   if (s.jain_fairness >= 0) j["jain_fairness"] = s.jain_fairness;
   j["long_flow_gbps"] = s.long_flow_gbps;

@@ -1,0 +1,106 @@
+// PFC (802.1Qbb) in the fabric: ingress accounting against XOFF/XON, PAUSE frames honoured
+// per priority where PFC is on, the PFC watchdog, and the DCBX check of every link
+// (network.h).
+#include <algorithm>
+
+#include "sim/network.h"
+
+namespace vrnic::sim {
+
+// A frame no longer buffered (sent or dropped) leaves its ingress port's count; at or below
+// XON a paused upstream is resumed.
+void Network::release_ingress(const Node& sw, const Packet& p) {
+  if (p.ingress == kNone) return;
+  Port& in = ports_[p.ingress];
+  in.ingress_bytes[p.prio] -= p.wire_bytes();
+  if (sw.sw.pfc && in.pause_sent[p.prio] && in.ingress_bytes[p.prio] <= sw.sw.xon)
+    send_pfc(p.ingress, p.prio, false);
+}
+
+// A PFC frame (802.1Qbb) from switch port `port` to the far end: it overtakes the queue
+// (MAC control frames are not queued behind data) and takes effect after the link's delay.
+void Network::send_pfc(uint32_t port, uint8_t prio, bool pause) {
+  Port& in = ports_[port];
+  in.pause_sent[prio] = pause;
+  if (pause) ++in.pauses_sent;  // XOFF frames; the resumes (XON) are not counted
+  const uint64_t t = clock_.now_ns() + serialize_ns(kPauseFrameBytes, in.rate_bps) + in.delay_ns;
+  ev_.push(t, EventKind::kPause, in.peer, prio, pause ? 1 : 0);
+}
+
+// A PFC frame reaches `port`: honoured if PFC is on for the priority here (a NIC's or a
+// switch's negotiated settings), else ignored and counted. A switch's watchdog starts
+// timing a pause that begins.
+void Network::on_pause(uint32_t port, uint8_t prio, bool pause) {
+  Port& out = ports_[port];
+  if (!qos_of(out.node).pfc_on(prio)) {
+    if (pause) ++out.pauses_ignored;
+    return;
+  }
+  if (out.paused[prio] == pause) return;
+  out.paused[prio] = pause;
+  ++out.pause_gen[prio];
+  const Node& n = nodes_[out.node];
+  if (pause && n.is_switch && n.sw.watchdog.enabled)
+    ev_.push(clock_.now_ns() + n.sw.watchdog.detect_ns, EventKind::kWatchdog, port, prio,
+             out.pause_gen[prio]);
+  if (!pause) try_send(port);
+}
+
+// Detection: still paused, and not resumed since (same generation): a PFC storm. The action
+// applies at once; the restoration timer starts.
+void Network::on_watchdog(uint32_t port, uint8_t prio, uint64_t gen) {
+  Port& out = ports_[port];
+  if (!out.paused[prio] || out.pause_gen[prio] != gen || out.stormed[prio]) return;
+  out.stormed[prio] = true;
+  ++out.storms;
+  const Node& n = nodes_[out.node];
+  if (n.sw.watchdog.drop) drop_queue(port, prio);
+  ev_.push(clock_.now_ns() + n.sw.watchdog.restore_ns, EventKind::kRestore, port, prio);
+  try_send(port);
+}
+
+// Restoration: the queue obeys PFC again once the pause has ended; while it lasts the storm
+// goes on and the timer starts over.
+void Network::on_restore(uint32_t port, uint8_t prio) {
+  Port& out = ports_[port];
+  if (!out.stormed[prio]) return;
+  if (out.paused[prio]) {
+    ev_.push(clock_.now_ns() + nodes_[out.node].sw.watchdog.restore_ns, EventKind::kRestore,
+             port, prio);
+    return;
+  }
+  out.stormed[prio] = false;
+}
+
+// The drop action: every frame of the stormed queue leaves the buffer, counted.
+void Network::drop_queue(uint32_t port, uint8_t prio) {
+  Port& out = ports_[port];
+  const Node& n = nodes_[out.node];
+  while (!out.queue[prio].empty()) {
+    Packet p = std::move(out.queue[prio].front());
+    out.queue[prio].pop_front();
+    out.queue_bytes -= p.wire_bytes();
+    ++out.storm_drops;
+    release_ingress(n, p);
+  }
+}
+
+std::vector<std::string> Network::dcbx_check() const {
+  std::vector<std::string> out;
+  for (uint32_t i = 0; i < ports_.size(); i += 2) {  // connect() makes ports in pairs
+    const uint32_t a = ports_[i].node, b = ports_[i + 1].node;
+    for (const std::string& d : dcbx_compare(qos_of(a), qos_of(b)))
+      out.push_back(std::string(nodes_[a].is_switch ? "switch " : "host ") + std::to_string(a) +
+                    " - " + (nodes_[b].is_switch ? "switch " : "host ") + std::to_string(b) +
+                    ": " + d);
+  }
+  return out;
+}
+
+uint64_t Network::pause_frames() const {
+  uint64_t n = 0;
+  for (const Port& p : ports_) n += p.pauses_sent;
+  return n;
+}
+
+}  // namespace vrnic::sim
