@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 TSAN_STRICT=1 ./scripts/ci_extra.sh
-# The size sweeps (label `sweep`, several minutes each) are run by hand: ctest --preset release -L sweep
-ctest --preset release -j 2 -LE sweep "$@"
+# The size sweeps (label `sweep`, several minutes each) and the 320-host simulations (label
+# `long`) are run by hand: ctest --preset release -L 'sweep|long'
+ctest --preset release -j 2 -LE 'sweep|long' "$@"

@@ -24,6 +24,7 @@ uint32_t ipv4_of_packet(const Packet& p) {
 
 uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos) {
   nodes_.push_back(Node{false, ipv4, {}, qos, {}, {}});
+  host_by_ipv4_[ipv4] = static_cast<uint32_t>(nodes_.size() - 1);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -49,34 +50,61 @@ uint32_t Network::connect(uint32_t a, uint32_t b, double rate_bps, uint64_t dela
   return pa;
 }
 
+// From each host a breadth-first search over the switches gives every node's distance to
+// it; a switch's next hops toward the host are its ports to nodes one hop nearer.
 void Network::compute_routes() {
   for (uint32_t h = 0; h < nodes_.size(); ++h) {
     if (nodes_[h].is_switch) continue;
-    // BFS from the host: a node first reached through port q routes h out of q's peer.
-    std::vector<bool> seen(nodes_.size(), false);
+    std::vector<uint32_t> dist(nodes_.size(), UINT32_MAX);
     std::deque<uint32_t> todo{h};
-    seen[h] = true;
+    dist[h] = 0;
     while (!todo.empty()) {
       const uint32_t n = todo.front();
       todo.pop_front();
       for (uint32_t q : nodes_[n].ports) {
         const uint32_t far = ports_[ports_[q].peer].node;
-        if (seen[far]) continue;
-        seen[far] = true;
-        nodes_[far].routes[nodes_[h].ipv4] = ports_[q].peer;
+        if (dist[far] != UINT32_MAX) continue;
+        dist[far] = dist[n] + 1;
         if (nodes_[far].is_switch) todo.push_back(far);
       }
     }
+    for (uint32_t n = 0; n < nodes_.size(); ++n) {
+      if (!nodes_[n].is_switch || dist[n] == UINT32_MAX) continue;
+      nodes_[n].routes.resize(nodes_.size());
+      std::vector<uint32_t>& hops = nodes_[n].routes[h];
+      hops.clear();
+      for (uint32_t q : nodes_[n].ports)
+        if (dist[ports_[ports_[q].peer].node] + 1 == dist[n]) hops.push_back(q);
+    }
   }
+}
+
+// ECMP: the 5-tuple (addresses, UDP ports; the engine puts flow entropy in the source port)
+// and the switch (so that successive tiers do not pick alike) hashed with splitmix64's mix.
+uint32_t Network::ecmp_port(uint32_t node, const std::vector<uint32_t>& ports,
+                            const Packet& p) const {
+  if (ports.size() == 1) return ports.front();
+  uint64_t z = uint64_t{ipv4_of_packet(p)} << 32 |
+               (uint32_t{p.ip.src[0]} << 24 | uint32_t{p.ip.src[1]} << 16 |
+                uint32_t{p.ip.src[2]} << 8 | p.ip.src[3]);
+  z ^= (uint64_t{p.ip.src_port} << 16 | p.ip.dst_port) * 0x9e3779b97f4a7c15ull + node;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return ports[(z ^ (z >> 31)) % ports.size()];
+}
+
+void Network::set_route(uint32_t node, uint32_t ipv4, uint32_t port) {
+  nodes_[node].routes.resize(nodes_.size());
+  nodes_[node].routes[host_by_ipv4_.at(ipv4)] = {port};
 }
 
 std::vector<uint32_t> Network::path(uint32_t src, uint32_t dst) const {
   std::vector<uint32_t> out{host_port(src)};
   for (uint32_t n = ports_[ports_[out.back()].peer].node; n != dst && out.size() < 64;) {
-    const auto it = nodes_[n].routes.find(nodes_[dst].ipv4);
-    if (it == nodes_[n].routes.end()) return {};
-    out.push_back(it->second);
-    n = ports_[ports_[it->second].peer].node;
+    const auto& routes = nodes_[n].routes;
+    if (dst >= routes.size() || routes[dst].empty()) return {};
+    out.push_back(routes[dst].front());  // one of the equal-cost paths
+    n = ports_[ports_[out.back()].peer].node;
   }
   return out;
 }
@@ -94,7 +122,11 @@ const QosParams& Network::qos_of(uint32_t node) const {
 void Network::enqueue(uint32_t port, Packet&& p) {
   Port& out = ports_[port];
   const Node& n = nodes_[out.node];
-  if (!n.is_switch) p.prio = qos_of(out.node).prio_of_tos(p.tos);
+  if (!n.is_switch) {
+    p.prio = qos_of(out.node).prio_of_tos(p.tos);
+    const auto dst = host_by_ipv4_.find(ipv4_of_packet(p));
+    p.dst_node = dst == host_by_ipv4_.end() ? kNone : dst->second;
+  }
   const bool storm_drop = out.stormed[p.prio] && n.is_switch && n.sw.watchdog.drop;
   if (storm_drop || (n.is_switch && out.queue_bytes + p.wire_bytes() > n.sw.buffer_bytes)) {
     ++(storm_drop ? out.storm_drops : out.drops);
@@ -200,8 +232,7 @@ void Network::on_arrive(uint32_t from_port) {
 // XOFF), routed by destination IP, queued at the egress.
 void Network::switch_receive(uint32_t port, Packet&& p) {
   const Node& sw = nodes_[ports_[port].node];
-  const auto route = sw.routes.find(ipv4_of_packet(p));
-  if (route == sw.routes.end()) {
+  if (p.dst_node >= sw.routes.size() || sw.routes[p.dst_node].empty()) {
     ++ports_[port].drops;  // no route: dropped and counted at the ingress
     return;
   }
@@ -212,7 +243,7 @@ void Network::switch_receive(uint32_t port, Packet&& p) {
   if (sw.sw.pfc && sw.sw.qos.pfc_on(p.prio) && !in.pause_sent[p.prio] &&
       in.ingress_bytes[p.prio] > sw.sw.xoff)
     send_pfc(port, p.prio, true);
-  enqueue(route->second, std::move(p));
+  enqueue(ecmp_port(ports_[port].node, sw.routes[p.dst_node], p), std::move(p));
 }
 
 uint64_t Network::drops() const {

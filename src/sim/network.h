@@ -28,6 +28,7 @@ struct Packet {
   uint8_t tos = 0;
   uint8_t prio = 0;          // from the DSCP, by the map of the device it is in
   uint32_t ingress = kNone;  // the switch port it came in on (PFC accounting)
+  uint32_t dst_node = kNone;  // the destination host's node, found once at the sending NIC
   std::vector<uint8_t> bytes;  // the UDP payload: BTH .. ICRC
   uint64_t wire_bytes() const { return bytes.size() + kFrameOverhead; }
 };
@@ -99,10 +100,11 @@ class Network {
   uint32_t add_switch(const SwitchParams& p);
   // A full-duplex link: one port on each node. Returns the port on `a`.
   uint32_t connect(uint32_t a, uint32_t b, double rate_bps, uint64_t delay_ns);
-  // Static routes: every switch sends toward each host along a shortest path (BFS).
+  // Static routes: every switch sends toward each host along the shortest paths, ECMP over
+  // every port on one of them (a frame's port by a hash of its 5-tuple).
   void compute_routes();
-  // Overrides the route of switch `node` toward `ipv4`: out of `port`.
-  void set_route(uint32_t node, uint32_t ipv4, uint32_t port) { nodes_[node].routes[ipv4] = port; }
+  // Overrides the route of switch `node` toward `ipv4`: out of `port` only.
+  void set_route(uint32_t node, uint32_t ipv4, uint32_t port);
   // DCBX at start: each link whose ends' settings disagree, one line per difference.
   std::vector<std::string> dcbx_check() const;
   void set_sink(HostSink* sink) { sink_ = sink; }
@@ -133,9 +135,10 @@ class Network {
     SwitchParams sw;
     QosParams qos;  // a host's NIC (a switch's are sw.qos)
     std::vector<uint32_t> ports;
-    std::unordered_map<uint32_t, uint32_t> routes;  // destination IPv4 -> egress port
+    std::vector<std::vector<uint32_t>> routes;  // by destination host node: ECMP ports
   };
   void try_send(uint32_t port);
+  uint32_t ecmp_port(uint32_t node, const std::vector<uint32_t>& ports, const Packet& p) const;
   void on_arrive(uint32_t from_port);
   void switch_receive(uint32_t port, Packet&& p);
   void leave_switch(Port& out, const Node& sw, Packet& p);
@@ -152,6 +155,7 @@ class Network {
   Rng rng_;
   HostSink* sink_ = nullptr;
   std::vector<Node> nodes_;
+  std::unordered_map<uint32_t, uint32_t> host_by_ipv4_;
   std::vector<Port> ports_;
   uint64_t stats_from_ = 0;
 };

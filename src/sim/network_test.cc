@@ -158,5 +158,51 @@ TEST(SimNetwork, pfc_pauses_and_resumes_the_upstream_instead_of_dropping) {
   EXPECT_EQ(g.net.pause_frames(), 0u);
 }
 
+// ECMP: two equal paths (a diamond of switches) between host A and host B. Packets of one
+// 5-tuple keep one path (no reordering within a flow); 64 source ports use both, about half
+// each.
+TEST(SimNetwork, ecmp_keeps_a_flow_on_one_path_and_spreads_flows) {
+  EventQueue ev;
+  SimClock clock;
+  Network net(ev, clock, 1);
+  Recorder rec;
+  rec.clock = &clock;
+  net.set_sink(&rec);
+  const uint32_t a = net.add_host(0x0a000001), b = net.add_host(0x0a000002);
+  const uint32_t left = net.add_switch({}), up = net.add_switch({}), down = net.add_switch({}),
+                 right = net.add_switch({});
+  net.connect(a, left, 100e9, 1000);
+  const uint32_t via_up = net.connect(left, up, 100e9, 1000);
+  const uint32_t via_down = net.connect(left, down, 100e9, 1000);
+  net.connect(up, right, 100e9, 1000);
+  net.connect(down, right, 100e9, 1000);
+  net.connect(b, right, 100e9, 1000);
+  net.compute_routes();
+  auto send = [&](uint16_t sport, int n) {
+    for (int i = 0; i < n; ++i) {
+      Packet p;
+      p.ip.src = {10, 0, 0, 1};
+      p.ip.dst = {10, 0, 0, 2};
+      p.ip.src_port = sport;
+      p.bytes.assign(100, 0);
+      net.enqueue(net.host_port(a), std::move(p));
+    }
+    while (!ev.empty()) {
+      const Event e = ev.pop();
+      clock.advance_to(e.time);
+      net.handle(e);
+    }
+  };
+  send(0xc001, 20);
+  const uint64_t up1 = net.port(via_up).tx_packets, down1 = net.port(via_down).tx_packets;
+  EXPECT_TRUE((up1 == 20 && down1 == 0) || (up1 == 0 && down1 == 20));
+  for (uint16_t s = 0; s < 64; ++s) send(static_cast<uint16_t>(0xc100 + s), 1);
+  const uint64_t up2 = net.port(via_up).tx_packets - up1;
+  EXPECT_EQ(up2 + net.port(via_down).tx_packets - down1, 64u);
+  EXPECT_GT(up2, 20u);
+  EXPECT_LT(up2, 44u);
+  EXPECT_EQ(rec.got.size(), 84u);
+}
+
 }  // namespace
 }  // namespace vrnic::sim

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace vrnic::sim {
@@ -170,6 +172,39 @@ void parse_flow(const json& f, const Scenario& s, std::vector<FlowSpec>& out) {
   }
 }
 
+// "fat-tree" (k-ary: k pods of k/2 ToRs and k/2 aggregation switches, k/2 hosts per ToR,
+// (k/2)^2 cores) and "hpcc-320" (the HPCC paper's: 5 pods of 4 ToRs and 4 aggregation
+// switches, 16 hosts per ToR, 16 cores; 100 Gb/s hosts, 400 Gb/s switch links, 1 us) are
+// Clos networks with their numbers filled in.
+void parse_clos(const json& t, Scenario& s) {
+  if (s.topology == "fat-tree") {
+    uint32_t k = 4;
+    get(t, "k", k);
+    if (k < 2 || k % 2 != 0 || k > 64) throw std::runtime_error("scenario: fat-tree k is even, 2..64");
+    s.pods = k;
+    s.tors_per_pod = s.aggs_per_pod = s.hosts_per_tor = k / 2;
+    s.cores = k * k / 4;
+  } else if (s.topology == "hpcc-320") {
+    s.pods = 5;
+    s.tors_per_pod = s.aggs_per_pod = 4;
+    s.hosts_per_tor = 16;
+    s.cores = 16;
+    s.host_rate_bps = 100e9;
+    s.core_rate_bps = 400e9;
+    s.link_delay_ns = 1000;
+  }
+  s.topology = "clos";
+  get(t, "pods", s.pods);
+  get(t, "tors_per_pod", s.tors_per_pod);
+  get(t, "aggs_per_pod", s.aggs_per_pod);
+  get(t, "hosts_per_tor", s.hosts_per_tor);
+  get(t, "cores", s.cores);
+  if (s.pods == 0 || s.tors_per_pod == 0 || s.aggs_per_pod == 0 || s.hosts_per_tor == 0 ||
+      s.cores == 0 || s.cores % s.aggs_per_pod != 0)
+    throw std::runtime_error("scenario: a clos needs pods, ToRs, aggregation switches, hosts "
+                             "and cores, the cores a multiple of aggs_per_pod");
+}
+
 void parse_topology(const json& t, Scenario& s) {
   get(t, "type", s.topology);
   get(t, "hosts", s.hosts);
@@ -177,16 +212,57 @@ void parse_topology(const json& t, Scenario& s) {
   get(t, "receivers", s.receivers);
   get(t, "switches", s.switches);
   get(t, "hosts_per_switch", s.hosts_per_switch);
+  const std::string type = s.topology;
+  const bool clos = type == "clos" || type == "fat-tree" || type == "hpcc-320";
+  if (clos) parse_clos(t, s);
   get_gbps(t, "host_rate_gbps", s.host_rate_bps);
-  s.core_rate_bps = s.host_rate_bps;
+  if (type != "hpcc-320") s.core_rate_bps = s.host_rate_bps;
   get_gbps(t, "core_rate_gbps", s.core_rate_bps);
   get(t, "link_delay_ns", s.link_delay_ns);
-  if (s.topology != "star" && s.topology != "dumbbell" && s.topology != "ring")
-    throw std::runtime_error("scenario: topology type must be \"star\", \"dumbbell\" or \"ring\"");
+  if (s.topology != "star" && s.topology != "dumbbell" && s.topology != "ring" && !clos)
+    throw std::runtime_error("scenario: topology type must be \"star\", \"dumbbell\", "
+                             "\"ring\", \"fat-tree\", \"hpcc-320\" or \"clos\"");
   if (s.topology == "ring" && (s.switches < 3 || s.hosts_per_switch == 0))
     throw std::runtime_error("scenario: a ring has 3 or more switches, each with hosts");
   if (s.host_count() < 2 || s.host_count() > 4096)
     throw std::runtime_error("scenario: 2 to 4096 hosts");
+}
+
+// "traffic": [{"type": "poisson", "cdf": "websearch" | "fb_hadoop" | a file, "load",
+// "start_ns", "end_ns", "hosts": [first, last], "dscp"}]
+PoissonTraffic parse_traffic(const json& j, const Scenario& s) {
+  PoissonTraffic t;
+  std::string type = "poisson";
+  get(j, "type", type);
+  if (type != "poisson") throw std::runtime_error("scenario: traffic type must be \"poisson\"");
+  get(j, "cdf", t.cdf_name);
+  get(j, "load", t.load);
+  get(j, "start_ns", t.start_ns);
+  get(j, "end_ns", t.end_ns);
+  get(j, "dscp", t.dscp);
+  if (j.contains("hosts")) {
+    const auto r = j["hosts"].get<std::vector<uint32_t>>();
+    if (r.size() != 2 || r[0] >= r[1] || r[1] >= s.host_count())
+      throw std::runtime_error("scenario: traffic hosts: [first, last] of the topology's");
+    t.first = r[0];
+    t.last = r[1];
+  }
+  if (t.load <= 0 || t.load > 1) throw std::runtime_error("scenario: traffic load is in (0, 1]");
+  if (t.end_ns <= t.start_ns) throw std::runtime_error("scenario: traffic end_ns <= start_ns");
+  if (const char* text = builtin_cdf_text(t.cdf_name)) {
+    t.cdf_text = text;
+  } else {
+    std::ifstream f(t.cdf_name);
+    if (!f) throw std::runtime_error("scenario: traffic cdf \"" + t.cdf_name +
+                                     "\": no built-in (websearch, fb_hadoop) nor file");
+    t.cdf_text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  try {
+    Cdf::parse(t.cdf_text);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("scenario: traffic " + t.cdf_name + ": " + e.what());
+  }
+  return t;
 }
 
 }  // namespace
@@ -212,7 +288,9 @@ Scenario parse_scenario(const std::string& text) {
   if (j.contains("dcqcn")) parse_dcqcn(j["dcqcn"], s.dcqcn);
   if (j.contains("flows"))
     for (const json& f : j["flows"]) parse_flow(f, s, s.flows);
-  if (s.flows.empty()) throw std::runtime_error("scenario: no flows");
+  if (j.contains("traffic"))
+    for (const json& t : j["traffic"]) s.traffic.push_back(parse_traffic(t, s));
+  if (s.flows.empty() && s.traffic.empty()) throw std::runtime_error("scenario: no flows");
   return s;
 }
 

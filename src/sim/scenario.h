@@ -7,15 +7,9 @@
 
 #include "engine/dcqcn.h"
 #include "sim/network.h"
+#include "sim/traffic.h"
 
 namespace vrnic::sim {
-
-struct FlowSpec {
-  uint32_t src = 0, dst = 0;  // host indices
-  uint64_t bytes = 0;
-  uint64_t start_ns = 0;
-  int dscp = -1;  // the QPs' traffic class DSCP; -1: the engine's default (data_dscp)
-};
 
 struct NicParams {
   uint64_t processing_delay_ns = 1000;  // between a flow's start and its first post
@@ -35,12 +29,18 @@ struct Scenario {
   uint32_t hosts = 2;             // star
   uint32_t senders = 1, receivers = 1;  // dumbbell: hosts 0..N-1 left, N..N+M-1 right
   uint32_t switches = 4, hosts_per_switch = 1;  // ring: host h on switch h / hosts_per_switch
+  // "clos" (also "fat-tree" with k, and "hpcc-320"): pods of ToRs and aggregation switches,
+  // every ToR of a pod linked to every aggregation switch of it, aggregation switch j of
+  // each pod to cores j * cores / aggs_per_pod onward (cores / aggs_per_pod of them);
+  // hosts_per_tor hosts under each ToR. Switch links at core_rate_bps.
+  uint32_t pods = 4, tors_per_pod = 2, aggs_per_pod = 2, hosts_per_tor = 2, cores = 4;
   double host_rate_bps = 100e9, core_rate_bps = 100e9;  // host links; the switch-switch link
   uint64_t link_delay_ns = 1000;
   SwitchParams sw;
   NicParams nic;
   engine::DcqcnParams dcqcn;  // line_rate_bps is set from the host link
   std::vector<FlowSpec> flows;
+  std::vector<PoissonTraffic> traffic;  // generated at the run, from the seed
   uint64_t duration_ns = 100'000'000;  // the simulation stops here at the latest
   uint64_t long_flow_bytes = 10'000'000;  // flows this large count for fairness
   uint64_t stats_from_ns = UINT64_MAX;  // queue means from here; default duration_ns / 2
@@ -48,6 +48,7 @@ struct Scenario {
 
   uint32_t host_count() const {
     if (topology == "ring") return switches * hosts_per_switch;
+    if (topology == "clos") return pods * tors_per_pod * hosts_per_tor;
     return topology == "dumbbell" ? senders + receivers : hosts;
   }
 };

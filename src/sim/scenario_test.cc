@@ -161,6 +161,22 @@ TEST(SimScenario, pfc_deadlock_the_drop_action_drops_what_the_queues_held) {
   EXPECT_EQ(s.drops, s.watchdog_drops);  // no buffer ever overflowed
 }
 
+// A k = 4 fat-tree (16 hosts, 20 switches): hosts 0..7 write to hosts 8..15 across the
+// cores at once with PFC: every flow completes, nothing dropped, and the fabric's ECMP keeps
+// the slowest within a few times its ideal (a single core path would take 8 times).
+TEST(SimScenario, fat_tree_k4_carries_an_all_to_all_across_the_cores) {
+  const Scenario sc = parse_scenario(R"({"name": "ft4",
+    "topology": {"type": "fat-tree", "k": 4, "host_rate_gbps": 100},
+    "switch": {"pfc": {"enabled": true}, "ecn": {"enabled": false}},
+    "nic": {"cc": false},
+    "flows": [{"src": [0, 7], "dst": 15, "bytes": 100000, "start_ns": 0},
+              {"src": [8, 14], "dst": 0, "bytes": 100000, "start_ns": 0}]})");
+  EXPECT_EQ(sc.host_count(), 16u);
+  const Summary s = Simulator(sc).run();
+  EXPECT_EQ(s.flows_completed, 15u);
+  EXPECT_EQ(s.drops, 0u);
+}
+
 TEST(SimScenario, same_seed_same_summary) {
   const std::string a = summary_json(run_builtin("dcqcn-fairness", 7), false);
   const std::string b = summary_json(run_builtin("dcqcn-fairness", 7), false);
@@ -172,8 +188,9 @@ TEST(SimScenario, same_seed_same_summary) {
 
 TEST(SimScenario, every_builtin_parses) {
   const auto names = builtin_names();
-  EXPECT_EQ(names, (std::vector<std::string>{"dcbx-mismatch", "dcqcn-fairness", "ets",
-                                             "incast-nopfc", "incast-pfc", "pfc-deadlock"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "dcbx-mismatch", "dcqcn-fairness", "ets", "fat-tree-websearch-30",
+                       "fat-tree-websearch-50", "incast-nopfc", "incast-pfc", "pfc-deadlock"}));
   for (const auto& n : names) EXPECT_EQ(parse_scenario(builtin_text(n)).name, n);
   EXPECT_EQ(builtin_text("nonesuch"), nullptr);
 }
@@ -203,6 +220,11 @@ TEST(SimScenario, bad_files_are_refused_naming_the_field) {
   EXPECT_NE(error(R"({"switch": {"watchdog": {"action": "ignore"}}, )" + flows + "}")
                 .find("watchdog action"),
             std::string::npos);
+  EXPECT_NE(error(R"({"topology": {"type": "fat-tree", "k": 3}, )" + flows + "}").find("k is even"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"traffic": [{"cdf": "/nonexistent"}]})").find("no built-in"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"traffic": [{"load": 1.5}]})").find("load"), std::string::npos);
   EXPECT_NE(error(R"({"flows": [{"src": 1, "dst": 1, "bytes": 5}]})").find("no such pair"),
             std::string::npos);
   EXPECT_NE(error(R"({"duration_ns": "long", )" + flows + "}").find("duration_ns"),

@@ -12,10 +12,13 @@ using namespace engine;
 namespace {
 constexpr uint64_t kHeaderBytes = 12 + 4;  // BTH and ICRC around a data packet's payload
 constexpr uint64_t kRethBytes = 16, kAckBytes = 12 + 4 + 4;  // RETH; BTH + AETH + ICRC
-uint32_t ipv4_of_host(uint32_t i) { return 0x0a000000u | (i + 1); }  // 10.0.0.1, ...
 }  // namespace
 
 Simulator::Simulator(const Scenario& sc) : sc_(sc), net_(ev_, clock_, sc.seed) {
+  for (size_t i = 0; i < sc_.traffic.size(); ++i)
+    for (const FlowSpec& f : poisson_flows(sc_.traffic[i], sc_.host_count(), sc_.host_rate_bps,
+                                           sc_.seed + i))
+      sc_.flows.push_back(f);
   net_.set_sink(this);
   net_.set_stats_from(sc_.stats_from_ns);
   build_topology();
@@ -24,86 +27,47 @@ Simulator::Simulator(const Scenario& sc) : sc_(sc), net_(ev_, clock_, sc.seed) {
 
 Simulator::~Simulator() = default;
 
-void Simulator::build_topology() {
-  const uint32_t n = sc_.host_count();
-  for (uint32_t i = 0; i < n; ++i)
-    host_node_.push_back(net_.add_host(ipv4_of_host(i), sc_.nic.qos));
-  if (sc_.topology == "ring") return build_ring();
-  if (sc_.topology == "dumbbell") {
-    const uint32_t left = net_.add_switch(sc_.sw), right = net_.add_switch(sc_.sw);
-    for (uint32_t i = 0; i < n; ++i)
-      net_.connect(host_node_[i], i < sc_.senders ? left : right, sc_.host_rate_bps,
-                   sc_.link_delay_ns);
-    net_.connect(left, right, sc_.core_rate_bps, sc_.link_delay_ns);
-  } else {
-    const uint32_t sw = net_.add_switch(sc_.sw);
-    for (uint32_t i = 0; i < n; ++i)
-      net_.connect(host_node_[i], sw, sc_.host_rate_bps, sc_.link_delay_ns);
-  }
-  net_.compute_routes();
-  build_hosts();
-}
-
-// Switches in a ring, each with its hosts; every switch sends toward another switch's hosts
-// out of its clockwise link, so that the ring links' buffers depend on each other in a cycle.
-void Simulator::build_ring() {
-  std::vector<uint32_t> sw, cw;  // the switches; each one's clockwise port
-  for (uint32_t i = 0; i < sc_.switches; ++i) sw.push_back(net_.add_switch(sc_.sw));
-  for (uint32_t i = 0; i < host_node_.size(); ++i)
-    net_.connect(host_node_[i], sw[i / sc_.hosts_per_switch], sc_.host_rate_bps,
-                 sc_.link_delay_ns);
-  for (uint32_t i = 0; i < sc_.switches; ++i)
-    cw.push_back(net_.connect(sw[i], sw[(i + 1) % sc_.switches], sc_.core_rate_bps,
-                              sc_.link_delay_ns));
-  net_.compute_routes();
-  for (uint32_t i = 0; i < sc_.switches; ++i)
-    for (uint32_t h = 0; h < host_node_.size(); ++h)
-      if (h / sc_.hosts_per_switch != i) net_.set_route(sw[i], ipv4_of_host(h), cw[i]);
-  build_hosts();
-}
-
-void Simulator::build_hosts() {
-  const uint32_t n = sc_.host_count();
-  DeviceConfig cfg;
-  cfg.cc = sc_.dcqcn;
-  cfg.cc.enabled = sc_.nic.cc;
-  cfg.cc.line_rate_bps = sc_.host_rate_bps;
-  cfg.cc.pace_at_line_rate = true;  // the NIC never outruns its link
-  cfg.cc.pacer_burst_ns = 0;        // in virtual time nobody wakes late
-  cfg.send_window_bytes = sc_.nic.send_window_bytes;
-  const uint32_t cq_entries =
-      std::min<uint32_t>(65536, (sc_.nic.wqes_in_flight + 1) * (sc_.flows.size() + 1));
-  for (uint32_t i = 0; i < n; ++i) {
-    host_of_node_[host_node_[i]] = i;
-    hosts_.push_back(std::make_unique<Host>(net_, clock_, net_.host_port(host_node_[i]),
-                                            ipv4_of_host(i), cfg, cq_entries));
-  }
-}
-
-// One QP pair per flow, connected before time starts; the first WRITEs are posted the NIC's
-// processing delay after the flow's start.
+// The flows and their start events, the first WRITEs posted the NIC's processing delay
+// after a flow's start.
 void Simulator::build_flows() {
   bin_ns_ = std::max<uint64_t>(1000, sc_.duration_ns / 1000);
   for (uint32_t i = 0; i < sc_.flows.size(); ++i) {
     Flow f;
     f.spec = sc_.flows[i];
-    Host& src = *hosts_[f.spec.src];
-    Host& dst = *hosts_[f.spec.dst];
-    f.qp = src.create_qp(sc_.nic.wqes_in_flight);
-    Qp* rqp = dst.create_qp(1);
-    const uint32_t sq = src.dev().qp_num(f.qp), rq = dst.dev().qp_num(rqp);
-    const PathParams path{sc_.nic.mtu, sc_.nic.ack_timeout,
-                          static_cast<uint8_t>(f.spec.dscp < 0 ? 0 : f.spec.dscp << 2)};
-    if (src.connect(f.qp, rq, ipv4_of_host(f.spec.dst), path) ||
-        dst.connect(rqp, sq, ipv4_of_host(f.spec.src), path))
-      throw std::runtime_error("sim: connecting a flow's QPs failed");
-    flow_by_rqp_[uint64_t{f.spec.dst} << 32 | rq] = i;
     f.chunks = (f.spec.bytes + kChunkBytes - 1) / kChunkBytes;
     f.ideal_ns = ideal_fct(f.spec);
     if (f.spec.bytes >= sc_.long_flow_bytes) f.bins.assign(sc_.duration_ns / bin_ns_ + 1, 0);
-    flows_.push_back(std::move(f));
     ev_.push(f.spec.start_ns + sc_.nic.processing_delay_ns, EventKind::kFlowStart, i);
+    flows_.push_back(std::move(f));
   }
+}
+
+// A flow's QP pair, connected when it starts (in no virtual time) and destroyed when it ends,
+// so that each engine holds only the QPs of its flows under way.
+void Simulator::open_flow(uint32_t i) {
+  Flow& f = flows_[i];
+  Host& src = *hosts_[f.spec.src];
+  Host& dst = *hosts_[f.spec.dst];
+  f.qp = src.create_qp(sc_.nic.wqes_in_flight);
+  f.rqp = dst.create_qp(1);
+  const uint32_t sq = src.dev().qp_num(f.qp), rq = dst.dev().qp_num(f.rqp);
+  const PathParams path{sc_.nic.mtu, sc_.nic.ack_timeout,
+                        static_cast<uint8_t>(f.spec.dscp < 0 ? 0 : f.spec.dscp << 2)};
+  if (src.connect(f.qp, rq, ipv4_of_host(f.spec.dst), path) ||
+      dst.connect(f.rqp, sq, ipv4_of_host(f.spec.src), path))
+    throw std::runtime_error("sim: connecting a flow's QPs failed");
+  if (!f.bins.empty()) flow_by_rqp_[uint64_t{f.spec.dst} << 32 | rq] = i;
+}
+
+void Simulator::close_flow(Flow& f, bool failed) {
+  f.failed = failed;
+  f.finished = true;
+  ++finished_;
+  if (!f.bins.empty())
+    flow_by_rqp_.erase(uint64_t{f.spec.dst} << 32 | hosts_[f.spec.dst]->dev().qp_num(f.rqp));
+  hosts_[f.spec.src]->dev().destroy_qp(f.qp);
+  hosts_[f.spec.dst]->dev().destroy_qp(f.rqp);
+  f.qp = f.rqp = nullptr;
 }
 
 // The FCT on an empty network: the processing delay, the first packet's store-and-forward
@@ -142,6 +106,7 @@ void Simulator::deliver(uint32_t node, Packet&& p) {
 
 // Bytes of RDMA WRITE packets (opcodes 0x06..0x0B) reaching a long flow's receiver, by bin.
 void Simulator::count_delivered(uint32_t host, const Packet& p) {
+  if (flow_by_rqp_.empty()) return;
   if (p.bytes.size() < 12 || p.bytes[0] < 0x06 || p.bytes[0] > 0x0b) return;
   const uint32_t qpn = uint32_t{p.bytes[5]} << 16 | uint32_t{p.bytes[6]} << 8 | p.bytes[7];
   const auto it = flow_by_rqp_.find(uint64_t{host} << 32 | qpn);
@@ -157,11 +122,8 @@ void Simulator::post_more(Flow& f) {
   while (!f.finished && f.posted < f.chunks && f.posted - f.done < sc_.nic.wqes_in_flight) {
     const uint64_t off = f.posted * kChunkBytes;
     const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(kChunkBytes, f.spec.bytes - off));
-    if (src.post_write(f.qp, *hosts_[f.spec.dst], id, bytes, static_cast<uint32_t>(f.posted))) {
-      f.failed = f.finished = true;
-      ++finished_;
-      return;
-    }
+    if (src.post_write(f.qp, *hosts_[f.spec.dst], id, bytes, static_cast<uint32_t>(f.posted)))
+      return close_flow(f, true);
     ++f.posted;
   }
 }
@@ -170,16 +132,10 @@ void Simulator::on_completion(const WorkCompletion& wc) {
   if (wc.wr_id >= flows_.size()) return;
   Flow& f = flows_[wc.wr_id];
   if (f.finished) return;
-  if (wc.status != WcStatus::kSuccess) {
-    f.failed = f.finished = true;  // the QP is in error: the flow is lost
-    ++finished_;
-    return;
-  }
+  if (wc.status != WcStatus::kSuccess) return close_flow(f, true);  // the QP is in error
   if (++f.done == f.chunks) {
     f.fct_ns = clock_.now_ns() - f.spec.start_ns;
-    f.finished = true;
-    ++finished_;
-    return;
+    return close_flow(f, false);
   }
   post_more(f);
 }
@@ -216,6 +172,7 @@ Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) 
       h.dev().on_timer();
       service(e.a, true);
     } else if (e.kind == EventKind::kFlowStart) {
+      open_flow(e.a);
       post_more(flows_[e.a]);
       service(flows_[e.a].spec.src, false);
     } else {

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/event_queue.h"
@@ -46,6 +47,9 @@ const std::vector<std::string>& size_buckets();
 // false, which makes two runs of the same scenario and seed compare equal.
 std::string summary_json(const Summary& s, bool with_wall);
 
+// Host i's address: 10.0.0.1 onward.
+inline uint32_t ipv4_of_host(uint32_t i) { return 0x0a000000u | (i + 1); }
+
 class Simulator : private HostSink {
  public:
   explicit Simulator(const Scenario& sc);
@@ -56,7 +60,8 @@ class Simulator : private HostSink {
  private:
   struct Flow {
     FlowSpec spec;
-    engine::Qp* qp = nullptr;
+    engine::Qp* qp = nullptr;   // the sender's, while the flow is under way
+    engine::Qp* rqp = nullptr;  // the receiver's
     uint64_t chunks = 0, posted = 0, done = 0;
     uint64_t fct_ns = 0, ideal_ns = 0;
     bool finished = false, failed = false;
@@ -64,11 +69,14 @@ class Simulator : private HostSink {
   };
   void build_topology();
   void build_ring();
+  void build_clos();
   void build_hosts();
   void build_flows();
   uint64_t ideal_fct(const FlowSpec& f) const;
   void deliver(uint32_t node, Packet&& p) override;
   void count_delivered(uint32_t host, const Packet& p);
+  void open_flow(uint32_t i);
+  void close_flow(Flow& f, bool failed);
   void post_more(Flow& f);
   void service(uint32_t host, bool after_timer);
   void on_completion(const engine::WorkCompletion& wc);
@@ -83,7 +91,7 @@ class Simulator : private HostSink {
   std::vector<std::unique_ptr<Host>> hosts_;
   std::vector<uint32_t> host_node_;   // host index -> network node
   std::map<uint32_t, uint32_t> host_of_node_;
-  std::map<uint64_t, uint32_t> flow_by_rqp_;  // host << 32 | receiving QPN -> flow
+  std::unordered_map<uint64_t, uint32_t> flow_by_rqp_;  // long flows: host << 32 | QPN -> flow
   std::vector<Flow> flows_;
   uint64_t finished_ = 0;
   uint64_t bin_ns_ = 0;
