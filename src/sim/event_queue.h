@@ -20,6 +20,7 @@ enum class EventKind : uint8_t {
   kFlowStart,  // flow a posts its first WRITEs (after the NIC's processing delay)
   kWatchdog,   // the PFC watchdog looks at port a, priority b, paused as of generation c
   kRestore,    // the watchdog's restoration timer of port a, priority b
+  kNicRelease,  // host a's NIC lets go of the packets it held until now
 };
 
 struct Event {

@@ -1,6 +1,8 @@
 // A simulated host's device, port and verbs (host.h).
 #include "sim/host.h"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace vrnic::sim {
@@ -17,13 +19,13 @@ Gid gid_of_ipv4(uint32_t ipv4) {
 
 Host::Host(Network& net, Clock& clock, uint32_t port, uint32_t ipv4, const DeviceConfig& cfg,
            uint32_t cq_entries)
-    : net_(net), port_(port), src_(kChunkBytes, 0x5a), dst_(16 * kChunkBytes, 0) {
+    : net_(net), clock_(clock), port_(port), src_(kChunkBytes, 0x5a), dst_(16 * kChunkBytes, 0) {
   DeviceConfig c = cfg;
   c.gid = gid_of_ipv4(ipv4);
   dev_ = std::make_unique<Device>(c, *this, clock, *this, *this);
   pd_ = dev_->alloc_pd();
   cq_ = dev_->create_cq(cq_entries, nullptr);
-  const uint32_t access = kLocalWrite | kRemoteWrite;
+  const uint32_t access = kLocalWrite | kRemoteWrite | kRemoteAtomic;
   if (!pd_ || !cq_ ||
       dev_->reg_mr(pd_, src_.data(), src_.size(), reinterpret_cast<uint64_t>(src_.data()),
                    access, src_mr_) != 0 ||
@@ -38,8 +40,59 @@ void Host::send(std::span<const WirePacket> batch) {
     p.ip = w.ip;
     p.tos = w.tos;
     p.bytes.assign(w.data.begin(), w.data.end());
+    if (ev_ != nullptr) {
+      pending_.push_back(std::move(p));
+    } else {
+      net_.enqueue(port_, std::move(p));
+    }
+  }
+}
+
+void Host::hold(uint64_t delay_ns) {
+  if (ev_ == nullptr || pending_.empty()) return;
+  uint64_t at = clock_.now_ns() + delay_ns;
+  if (!held_.empty()) at = std::max(at, held_.back().first);  // the NIC keeps its order
+  for (Packet& p : pending_) held_.emplace_back(at, std::move(p));
+  pending_.clear();
+  ev_->push(at, EventKind::kNicRelease, index_);
+}
+
+void Host::release() {
+  const uint64_t now = clock_.now_ns();
+  while (!held_.empty() && held_.front().first <= now) {
+    Packet p = std::move(held_.front().second);
+    held_.pop_front();
+    if (!p.bytes.empty() && p.bytes[0] == 0x12) atomic_acks_out_.push_back(now);
     net_.enqueue(port_, std::move(p));
   }
+}
+
+// The atomic word: the last 8 bytes of the memory peers write into; the fetched value: the
+// last 8 bytes of the memory flows send from.
+uint64_t Host::atomic_word() const {
+  uint64_t v;
+  std::memcpy(&v, dst_.data() + dst_.size() - 8, 8);
+  return v;
+}
+void Host::set_atomic_word(uint64_t v) { std::memcpy(dst_.data() + dst_.size() - 8, &v, 8); }
+uint64_t Host::fetched() const {
+  uint64_t v;
+  std::memcpy(&v, src_.data() + src_.size() - 8, 8);
+  return v;
+}
+
+int Host::post_faa(Qp* qp, const Host& peer, uint64_t wr_id, uint64_t add) {
+  Sge s{reinterpret_cast<uint64_t>(src_.data() + src_.size() - 8), 8, src_mr_.lkey};
+  SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = WrOpcode::kAtomicFetchAdd;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  wr.send_flags = kSendSignaled;
+  wr.remote_addr = reinterpret_cast<uint64_t>(peer.dst_.data() + peer.dst_.size() - 8);
+  wr.rkey = peer.dst_mr_.rkey;
+  wr.compare_add = add;
+  return dev_->post_send(qp, &wr, 1, nullptr);
 }
 
 Qp* Host::create_qp(uint32_t send_wqes) {
@@ -58,7 +111,7 @@ int Host::connect(Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, const PathParam
   QpAttr a;
   a.qp_state = QpState::kInit;
   a.port_num = 1;
-  a.qp_access_flags = kRemoteWrite;
+  a.qp_access_flags = kRemoteWrite | kRemoteAtomic;
   if (int e = dev_->modify_qp(qp, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags))
     return e;
   a.qp_state = QpState::kRtr;

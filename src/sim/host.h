@@ -1,12 +1,16 @@
 // A simulated host: a real engine::Device whose PacketPort is its NIC's port on a simulated
-// link, the memory it writes from and into, and the verbs the simulator's flows use (one CQ,
-// RC QPs connected in place, 64 KiB RDMA WRITEs).
+// link, the memory it writes from and into, the verbs the simulator's flows use (one CQ, RC
+// QPs connected in place, 64 KiB RDMA WRITEs, Fetch-and-Add), and the NIC's PCIe timing:
+// what the engine sends waits in the NIC for the time the simulator computes (hold()).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/device.h"
+#include "sim/event_queue.h"
 #include "sim/network.h"
 
 namespace vrnic::sim {
@@ -42,6 +46,21 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   int connect(engine::Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, const PathParams& path);
   // Posts one signaled RDMA WRITE of `bytes` (<= kChunkBytes) into `peer`'s memory.
   int post_write(engine::Qp* qp, const Host& peer, uint64_t wr_id, uint32_t bytes, uint32_t slot);
+  // Posts one signaled Fetch-and-Add of `add` on `peer`'s atomic word; the original value
+  // lands in fetched().
+  int post_faa(engine::Qp* qp, const Host& peer, uint64_t wr_id, uint64_t add);
+  uint64_t fetched() const;
+  uint64_t atomic_word() const;
+  void set_atomic_word(uint64_t v);
+
+  // NIC timing. With it on, the packets the engine sends wait until hold() releases them
+  // `delay_ns` from now (never before those held earlier): the simulator calls hold() after
+  // each engine call with what that call cost the NIC. release() runs at kNicRelease.
+  void set_nic_timing(EventQueue* ev, uint32_t index) { ev_ = ev, index_ = index; }
+  void hold(uint64_t delay_ns);
+  void release();
+  // When each atomic ACK (BTH opcode 0x12) left the NIC, oldest first.
+  const std::vector<uint64_t>& atomic_acks_out() const { return atomic_acks_out_; }
 
   engine::Device& dev() { return *dev_; }
   engine::Cq* cq() { return cq_; }
@@ -50,7 +69,13 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
 
  private:
   Network& net_;
+  engine::Clock& clock_;
   uint32_t port_;
+  EventQueue* ev_ = nullptr;  // null: no NIC timing, packets go out at once
+  uint32_t index_ = 0;
+  std::vector<Packet> pending_;  // sent by the engine call under way
+  std::deque<std::pair<uint64_t, Packet>> held_;  // (release time, packet), in time order
+  std::vector<uint64_t> atomic_acks_out_;
   std::unique_ptr<engine::Device> dev_;
   engine::Pd* pd_ = nullptr;
   engine::Cq* cq_ = nullptr;

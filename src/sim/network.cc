@@ -23,13 +23,13 @@ uint32_t ipv4_of_packet(const Packet& p) {
 }
 
 uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos) {
-  nodes_.push_back(Node{false, ipv4, {}, qos, {}, {}});
+  nodes_.push_back(Node{false, ipv4, {}, qos, {}, {}, {}});
   host_by_ipv4_[ipv4] = static_cast<uint32_t>(nodes_.size() - 1);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 uint32_t Network::add_switch(const SwitchParams& p) {
-  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}});
+  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}, {}});
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -231,7 +231,11 @@ void Network::on_arrive(uint32_t from_port) {
 // A frame in at switch port `port`: counted against the ingress (PAUSE upstream past
 // XOFF), routed by destination IP, queued at the egress.
 void Network::switch_receive(uint32_t port, Packet&& p) {
-  const Node& sw = nodes_[ports_[port].node];
+  Node& sw = nodes_[ports_[port].node];
+  if (dropped_by_rule(sw, p)) {
+    ++ports_[port].drops;
+    return;
+  }
   if (p.dst_node >= sw.routes.size() || sw.routes[p.dst_node].empty()) {
     ++ports_[port].drops;  // no route: dropped and counted at the ingress
     return;
@@ -250,6 +254,14 @@ uint64_t Network::drops() const {
   uint64_t n = 0;
   for (const Port& p : ports_) n += p.drops + p.storm_drops;
   return n;
+}
+
+bool Network::dropped_by_rule(Node& sw, const Packet& p) {
+  if (sw.sw.drop.empty() || p.bytes.empty()) return false;
+  sw.drop_seen.resize(sw.sw.drop.size());
+  for (size_t i = 0; i < sw.sw.drop.size(); ++i)
+    if (p.bytes[0] == sw.sw.drop[i].opcode && ++sw.drop_seen[i] == sw.sw.drop[i].nth) return true;
+  return false;
 }
 
 uint64_t Network::storms() const {

@@ -51,6 +51,13 @@ struct WatchdogParams {
   bool drop = true;  // action: drop the queue's frames (true) or send them despite the pause
 };
 
+// Drops the nth frame (1 = the first) with this BTH opcode that a switch receives (tests,
+// experiments: e.g. an atomic ACK, opcode 0x12, to make the requester retransmit).
+struct DropRule {
+  uint8_t opcode = 0;
+  uint64_t nth = 1;
+};
+
 struct SwitchParams {
   uint64_t buffer_bytes = 1'000'000;  // per egress port (all priorities); drop tail beyond
   RedParams red;                      // the same for every queue
@@ -58,6 +65,7 @@ struct SwitchParams {
   uint64_t xoff = 40'000, xon = 20'000;  // ingress bytes per priority
   QosParams qos;
   WatchdogParams watchdog;
+  std::vector<DropRule> drop;
 };
 
 struct Port {
@@ -134,6 +142,7 @@ class Network {
     uint32_t ipv4 = 0;
     SwitchParams sw;
     QosParams qos;  // a host's NIC (a switch's are sw.qos)
+    std::vector<uint64_t> drop_seen;  // per sw.drop rule: frames of its opcode so far
     std::vector<uint32_t> ports;
     std::vector<std::vector<uint32_t>> routes;  // by destination host node: ECMP ports
   };
@@ -141,6 +150,7 @@ class Network {
   uint32_t ecmp_port(uint32_t node, const std::vector<uint32_t>& ports, const Packet& p) const;
   void on_arrive(uint32_t from_port);
   void switch_receive(uint32_t port, Packet&& p);
+  bool dropped_by_rule(Node& sw, const Packet& p);
   void leave_switch(Port& out, const Node& sw, Packet& p);
   void release_ingress(const Node& sw, const Packet& p);
   bool red_mark(const RedParams& red, uint64_t queue_left);

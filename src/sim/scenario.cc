@@ -114,6 +114,13 @@ void parse_switch(const json& j, SwitchParams& s) {
   }
   if (j.contains("qos")) parse_qos(j["qos"], s.qos);
   if (j.contains("watchdog")) parse_watchdog(j["watchdog"], s.watchdog);
+  for (const json& d : j.contains("drop") ? j["drop"] : json::array()) {
+    DropRule r;
+    get(d, "opcode", r.opcode);
+    get(d, "nth", r.nth);
+    if (r.nth == 0) throw std::runtime_error("scenario: a drop rule's nth counts from 1");
+    s.drop.push_back(r);
+  }
 }
 
 void parse_nic(const json& j, NicParams& n) {
@@ -124,6 +131,15 @@ void parse_nic(const json& j, NicParams& n) {
   get(j, "ack_timeout", n.ack_timeout);
   get(j, "cc", n.cc);
   if (j.contains("qos")) parse_qos(j["qos"], n.qos);
+  if (j.contains("pcie")) {
+    const json& p = j["pcie"];
+    n.pcie = true;
+    get(p, "enabled", n.pcie);
+    get(p, "doorbell_ns", n.doorbell_ns);
+    get(p, "dma_read_ns", n.dma_read_ns);
+    get(p, "rx_pipeline_ns", n.rx_pipeline_ns);
+    get(p, "atomic_rmw_ns", n.atomic_rmw_ns);
+  }
   if (n.mtu != 256 && n.mtu != 512 && n.mtu != 1024 && n.mtu != 2048 && n.mtu != 4096)
     throw std::runtime_error("scenario: nic mtu must be 256, 512, 1024, 2048 or 4096");
   if (n.wqes_in_flight == 0) throw std::runtime_error("scenario: nic wqes_in_flight must be > 0");
@@ -146,6 +162,24 @@ void parse_dcqcn(const json& j, engine::DcqcnParams& d) {
   get(j, "min_time_between_cnps_ns", d.min_time_between_cnps_ns);
 }
 
+// A 64-bit operand: a JSON number, or a string in hex ("0x...") for values past 2^53.
+uint64_t hex_or_number(const json& f, const char* key) {
+  if (!f.contains(key)) return 0;
+  const json& v = f[key];
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  const std::string s = v.is_string() ? v.get<std::string>() : "";
+  size_t used = 0;
+  uint64_t out = 0;
+  try {
+    out = std::stoull(s, &used, 16);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (s.size() < 3 || s.compare(0, 2, "0x") != 0 || used != s.size())
+    throw std::runtime_error(std::string("scenario: \"") + key + "\" is a number or \"0x...\"");
+  return out;
+}
+
 // A flow entry; "src" is a host or an inclusive range [first, last] (one flow each).
 void parse_flow(const json& f, const Scenario& s, std::vector<FlowSpec>& out) {
   uint32_t first = 0, last = 0;
@@ -161,8 +195,20 @@ void parse_flow(const json& f, const Scenario& s, std::vector<FlowSpec>& out) {
   get(f, "bytes", spec.bytes);
   get(f, "start_ns", spec.start_ns);
   get(f, "dscp", spec.dscp);
+  std::string verb = "write";
+  get(f, "verb", verb);
+  if (verb != "write" && verb != "faa")
+    throw std::runtime_error("scenario: a flow's verb is \"write\" or \"faa\"");
+  spec.faa = verb == "faa";
+  if (spec.faa) {
+    spec.bytes = 8;
+    spec.add = hex_or_number(f, "add");
+    spec.set_initial = f.contains("initial");
+    if (spec.set_initial) spec.initial = hex_or_number(f, "initial");
+  }
   if (spec.dscp < -1 || spec.dscp > 63) throw std::runtime_error("scenario: a flow's dscp is 0..63");
   if (spec.bytes == 0) throw std::runtime_error("scenario: a flow needs \"bytes\" > 0");
+  if (spec.faa && spec.bytes != 8) throw std::runtime_error("scenario: an faa flow moves 8 bytes");
   for (uint32_t h = first; h <= last; ++h) {
     if (h >= s.host_count() || spec.dst >= s.host_count() || h == spec.dst)
       throw std::runtime_error("scenario: flow " + std::to_string(h) + " -> " +

@@ -19,6 +19,12 @@ struct NicParams {
   uint8_t ack_timeout = 10;             // local ACK timeout exponent: 4.096 us * 2^n
   bool cc = true;                       // ECN + DCQCN (DcqcnParams::enabled)
   QosParams qos;                        // DCB settings (willing: the switch's apply)
+  // PCIe timing of the NIC (docs/sim.md "NIC model"); off: the engine's work takes no time.
+  bool pcie = false;
+  uint64_t doorbell_ns = 150;     // the MMIO doorbell write reaching the NIC
+  uint64_t dma_read_ns = 125;     // one DMA read round trip (seed 004)
+  uint64_t rx_pipeline_ns = 500;  // a received packet through the NIC to its answer
+  uint64_t atomic_rmw_ns = 250;   // an atomic's read and write of host memory
 };
 
 struct Scenario {

@@ -177,6 +177,35 @@ TEST(SimScenario, fat_tree_k4_carries_an_all_to_all_across_the_cores) {
   EXPECT_EQ(s.drops, 0u);
 }
 
+// Seed 000's worked example: the Fetch-and-Add returns the word's original value and adds
+// once, though the request came twice (its first ACK dropped): the duplicate is answered
+// from the ACK queue. The responder's NIC: 875 ns pipeline + 250 ns read-modify-write the
+// first time, 875 + 125 ns (the ACK queue entry's DMA read) for the replay.
+TEST(SimScenario, seed000_atomic_replay_answers_the_duplicate_from_the_ack_queue) {
+  const Summary s = run_builtin("seed000-atomic-replay");
+  ASSERT_EQ(s.atomics.size(), 1u);
+  EXPECT_EQ(s.atomics[0].fetched, 0x7776757473727170ull);
+  EXPECT_EQ(s.atomics[0].memory, 0x7AD99E72FBAC83A0ull);  // added once
+  EXPECT_EQ(s.drops, 1u);
+  EXPECT_EQ(s.retransmitted_packets, 1u);
+  EXPECT_EQ(s.atomic_responder_ns, (std::vector<uint64_t>{1125, 1000}));
+}
+
+// Without the drop the atomic runs once; a WRITE flow alone with the NIC model on still
+// takes its ideal time, which counts the model's costs.
+TEST(SimScenario, nic_model_costs_are_in_the_ideal_fct) {
+  Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+  sc.sw.drop.clear();
+  Summary s = Simulator(sc).run();
+  EXPECT_EQ(s.atomic_responder_ns, (std::vector<uint64_t>{1125}));
+  EXPECT_NEAR(s.fct_slowdown.at("0-64KiB").p50, 1.0, 0.02);
+  sc.flows[0].faa = false;
+  sc.flows[0].bytes = 1'000'000;
+  s = Simulator(sc).run();
+  ASSERT_EQ(s.flows_completed, 1u);
+  EXPECT_NEAR(s.fct_slowdown.at("64KiB-1MiB").p50, 1.0, 0.02);
+}
+
 TEST(SimScenario, same_seed_same_summary) {
   const std::string a = summary_json(run_builtin("dcqcn-fairness", 7), false);
   const std::string b = summary_json(run_builtin("dcqcn-fairness", 7), false);
@@ -190,7 +219,8 @@ TEST(SimScenario, every_builtin_parses) {
   const auto names = builtin_names();
   EXPECT_EQ(names, (std::vector<std::string>{
                        "dcbx-mismatch", "dcqcn-fairness", "ets", "fat-tree-websearch-30",
-                       "fat-tree-websearch-50", "incast-nopfc", "incast-pfc", "pfc-deadlock"}));
+                       "fat-tree-websearch-50", "incast-nopfc", "incast-pfc", "pfc-deadlock",
+                       "seed000-atomic-replay"}));
   for (const auto& n : names) EXPECT_EQ(parse_scenario(builtin_text(n)).name, n);
   EXPECT_EQ(builtin_text("nonesuch"), nullptr);
 }

@@ -57,6 +57,7 @@ void Simulator::open_flow(uint32_t i) {
       dst.connect(f.rqp, sq, ipv4_of_host(f.spec.src), path))
     throw std::runtime_error("sim: connecting a flow's QPs failed");
   if (!f.bins.empty()) flow_by_rqp_[uint64_t{f.spec.dst} << 32 | rq] = i;
+  if (f.spec.set_initial) dst.set_atomic_word(f.spec.initial);
 }
 
 void Simulator::close_flow(Flow& f, bool failed) {
@@ -70,7 +71,16 @@ void Simulator::close_flow(Flow& f, bool failed) {
   f.qp = f.rqp = nullptr;
 }
 
-// The FCT on an empty network: the processing delay, the first packet's store-and-forward
+// What the NIC model adds to a flow on an empty network: the first post's doorbell and DMA
+// reads, and the responder's pipeline (and an atomic's read-modify-write) before the answer.
+uint64_t Simulator::nic_cost(const FlowSpec& f) const {
+  const NicParams& n = sc_.nic;
+  if (!n.pcie) return 0;
+  return f.faa ? n.doorbell_ns + n.dma_read_ns + n.rx_pipeline_ns + n.atomic_rmw_ns
+               : n.doorbell_ns + 2 * n.dma_read_ns + n.rx_pipeline_ns;
+}
+
+// The FCT on an empty network: the processing delay, the NIC model's costs, the first packet's store-and-forward
 // through every hop, the rest at the path's slowest rate, and the last ACK's way back.
 uint64_t Simulator::ideal_fct(const FlowSpec& f) const {
   const uint64_t mtu = sc_.nic.mtu;
@@ -82,7 +92,7 @@ uint64_t Simulator::ideal_fct(const FlowSpec& f) const {
     wire += chunk + n * (kHeaderBytes + kFrameOverhead) + kRethBytes;
   }
   const uint64_t first = std::min(mtu, f.bytes) + kHeaderBytes + kRethBytes + kFrameOverhead;
-  double t = static_cast<double>(sc_.nic.processing_delay_ns), min_rate = 1e30;
+  double t = static_cast<double>(sc_.nic.processing_delay_ns + nic_cost(f)), min_rate = 1e30;
   for (uint32_t p : net_.path(host_node_[f.src], host_node_[f.dst])) {
     const Port& port = net_.port(p);
     t += port.delay_ns + first * 8e9 / port.rate_bps;
@@ -96,11 +106,26 @@ uint64_t Simulator::ideal_fct(const FlowSpec& f) const {
   return static_cast<uint64_t>(t);
 }
 
+// A packet into a host's engine; what the engine sends in answer leaves the NIC after the
+// receive pipeline and the host-memory accesses it made (an atomic's read-modify-write, or
+// the ACK queue entry a duplicate atomic is answered from).
 void Simulator::deliver(uint32_t node, Packet&& p) {
   const uint32_t h = host_of_node_.at(node);
   count_delivered(h, p);
+  if (!p.bytes.empty() && (p.bytes[0] == 0x13 || p.bytes[0] == 0x14))  // RC CmpSwap, FetchAdd
+    atomic_in_[h].push_back(clock_.now_ns());
+  Host& host = *hosts_[h];
+  const engine::Counters before = host.dev().counters();
   const WirePacket w{p.ip, p.tos, p.bytes};
-  hosts_[h]->dev().receive(std::span<const WirePacket>(&w, 1));
+  host.dev().receive(std::span<const WirePacket>(&w, 1));
+  const engine::Counters& after = host.dev().counters();
+  uint64_t cost = sc_.nic.rx_pipeline_ns;
+  if (after.duplicate_atomics_replayed > before.duplicate_atomics_replayed) {
+    cost += sc_.nic.dma_read_ns;
+  } else if (after.rx_atomic > before.rx_atomic) {
+    cost += sc_.nic.atomic_rmw_ns;
+  }
+  host.hold(cost);
   service(h, false);
 }
 
@@ -119,6 +144,12 @@ void Simulator::count_delivered(uint32_t host, const Packet& p) {
 void Simulator::post_more(Flow& f) {
   Host& src = *hosts_[f.spec.src];
   const auto id = static_cast<uint64_t>(&f - flows_.data());
+  if (f.spec.faa) {
+    if (f.posted == 0 && src.post_faa(f.qp, *hosts_[f.spec.dst], id, f.spec.add) != 0)
+      return close_flow(f, true);
+    f.posted = 1;
+    return;
+  }
   while (!f.finished && f.posted < f.chunks && f.posted - f.done < sc_.nic.wqes_in_flight) {
     const uint64_t off = f.posted * kChunkBytes;
     const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(kChunkBytes, f.spec.bytes - off));
@@ -135,9 +166,26 @@ void Simulator::on_completion(const WorkCompletion& wc) {
   if (wc.status != WcStatus::kSuccess) return close_flow(f, true);  // the QP is in error
   if (++f.done == f.chunks) {
     f.fct_ns = clock_.now_ns() - f.spec.start_ns;
+    if (f.spec.faa) record_atomic(f);
     return close_flow(f, false);
   }
   post_more(f);
+  hold_posted(f);
+}
+
+// The NIC's cost of the work requests just posted: one doorbell, the WQEs read in one DMA
+// read, the payload in another (Fetch-and-Add carries none).
+void Simulator::hold_posted(Flow& f) {
+  const NicParams& n = sc_.nic;
+  hosts_[f.spec.src]->hold(n.doorbell_ns + n.dma_read_ns + (f.spec.faa ? 0 : n.dma_read_ns));
+}
+
+void Simulator::record_atomic(const Flow& f) {
+  AtomicResult r;
+  r.flow = static_cast<uint32_t>(&f - flows_.data());
+  r.fetched = hosts_[f.spec.src]->fetched();
+  r.memory = hosts_[f.spec.dst]->atomic_word();
+  atomics_.push_back(r);
 }
 
 // After the simulator touched a host's engine: its completions, then its timer re-armed.
@@ -147,6 +195,7 @@ void Simulator::service(uint32_t i, bool after_timer) {
   WorkCompletion wc[64];
   for (int n; (n = h.dev().poll_cq(h.cq(), wc, 64)) > 0;)
     for (int k = 0; k < n; ++k) on_completion(wc[k]);
+  h.hold(0);  // nothing the engine sent stays behind
   uint64_t t = h.dev().next_timer_ns();
   if (t == UINT64_MAX) return;
   const uint64_t now = clock_.now_ns();
@@ -170,10 +219,14 @@ Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) 
       if (e.c != h.timer_gen) continue;  // superseded by an earlier one
       h.timer_at = UINT64_MAX;
       h.dev().on_timer();
+      h.hold(sc_.nic.dma_read_ns * 2);  // a retransmission reads its WQE and payload again
       service(e.a, true);
+    } else if (e.kind == EventKind::kNicRelease) {
+      hosts_[e.a]->release();
     } else if (e.kind == EventKind::kFlowStart) {
       open_flow(e.a);
       post_more(flows_[e.a]);
+      hold_posted(flows_[e.a]);
       service(flows_[e.a].spec.src, false);
     } else {
       net_.handle(e);

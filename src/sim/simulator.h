@@ -22,6 +22,12 @@ struct Percentiles {
   uint64_t count = 0;
 };
 
+struct AtomicResult {
+  uint32_t flow = 0;
+  uint64_t fetched = 0;  // the original value the Fetch-and-Add returned
+  uint64_t memory = 0;   // the target word after it
+};
+
 struct Summary {
   std::string scenario;
   uint64_t seed = 0, sim_time_ns = 0, events = 0;
@@ -38,6 +44,9 @@ struct Summary {
   uint64_t queue_max_bytes = 0;          // the longest any switch queue got
   uint64_t bottleneck_queue_mean_bytes = 0;  // mean at dequeue, busiest port, second half
   std::vector<uint64_t> fct_ns;  // per flow, 0 if it did not complete
+  std::vector<AtomicResult> atomics;  // the Fetch-and-Add flows that completed
+  // Responder NIC, per atomic request received in order: request in to atomic ACK out.
+  std::vector<uint64_t> atomic_responder_ns;
 };
 
 // The FCT size buckets, smallest first: "0-64KiB", "64KiB-1MiB", "1MiB-10MiB", "10MiB+".
@@ -73,11 +82,14 @@ class Simulator : private HostSink {
   void build_hosts();
   void build_flows();
   uint64_t ideal_fct(const FlowSpec& f) const;
+  uint64_t nic_cost(const FlowSpec& f) const;
   void deliver(uint32_t node, Packet&& p) override;
   void count_delivered(uint32_t host, const Packet& p);
   void open_flow(uint32_t i);
   void close_flow(Flow& f, bool failed);
   void post_more(Flow& f);
+  void hold_posted(Flow& f);
+  void record_atomic(const Flow& f);
   void service(uint32_t host, bool after_timer);
   void on_completion(const engine::WorkCompletion& wc);
   Summary summarise(uint64_t events, double wall_s);
@@ -94,6 +106,8 @@ class Simulator : private HostSink {
   std::unordered_map<uint64_t, uint32_t> flow_by_rqp_;  // long flows: host << 32 | QPN -> flow
   std::vector<Flow> flows_;
   uint64_t finished_ = 0;
+  std::map<uint32_t, std::vector<uint64_t>> atomic_in_;  // host -> atomic requests' arrivals
+  std::vector<AtomicResult> atomics_;
   uint64_t bin_ns_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "sim/simulator.h"
 
@@ -70,6 +71,12 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
   const auto n = static_cast<double>(s.long_flow_gbps.size());
   if (n >= 2 && sq > 0) s.jain_fairness = sum * sum / (n * sq);  // Jain: (sum x)^2 / (n sum x^2)
   summarise_fabric(s);
+  s.atomics = atomics_;
+  for (const auto& [h, in] : atomic_in_) {
+    const std::vector<uint64_t>& out = hosts_[h]->atomic_acks_out();
+    for (size_t i = 0; i < in.size() && i < out.size(); ++i)
+      s.atomic_responder_ns.push_back(out[i] - in[i]);
+  }
   return s;
 }
 
@@ -157,6 +164,14 @@ std::string summary_json(const Summary& s, bool with_wall) {
     fs[bucket] = {{"count", p.count}, {"p50", p.p50}, {"p95", p.p95}, {"p99", p.p99}};
   }
   j["fct_ns"] = s.fct_ns;
+  auto& atomics = j["atomics"] = nlohmann::ordered_json::array();
+  for (const AtomicResult& a : s.atomics) {
+    char fetched[19], memory[19];
+    std::snprintf(fetched, sizeof fetched, "0x%016llx", static_cast<unsigned long long>(a.fetched));
+    std::snprintf(memory, sizeof memory, "0x%016llx", static_cast<unsigned long long>(a.memory));
+    atomics.push_back({{"flow", a.flow}, {"fetched", fetched}, {"memory", memory}});
+  }
+  j["atomic_responder_ns"] = s.atomic_responder_ns;
   return j.dump(2) + "\n";
 }
 

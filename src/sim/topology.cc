@@ -89,6 +89,7 @@ void Simulator::build_hosts() {
     host_of_node_[host_node_[i]] = i;
     hosts_.push_back(std::make_unique<Host>(net_, clock_, net_.host_port(host_node_[i]),
                                             ipv4_of_host(i), cfg, cq_entries));
+    if (sc_.nic.pcie) hosts_.back()->set_nic_timing(&ev_, i);
   }
 }
 

@@ -12,9 +12,13 @@ namespace vrnic::sim {
 
 struct FlowSpec {
   uint32_t src = 0, dst = 0;  // host indices
-  uint64_t bytes = 0;
+  uint64_t bytes = 0;         // RDMA WRITEs of this many bytes in all (verb "write")
   uint64_t start_ns = 0;
   int dscp = -1;  // the QPs' traffic class DSCP; -1: the engine's default (data_dscp)
+  bool faa = false;  // verb "faa": one Fetch-and-Add of `add` on dst's atomic word
+  uint64_t add = 0;
+  bool set_initial = false;  // the word's value when the flow starts, if given
+  uint64_t initial = 0;
 };
 
 // A piecewise-linear flow-size distribution: points (bytes, cumulative fraction), both
