@@ -21,6 +21,7 @@ enum class EventKind : uint8_t {
   kWatchdog,   // the PFC watchdog looks at port a, priority b, paused as of generation c
   kRestore,    // the watchdog's restoration timer of port a, priority b
   kNicRelease,  // host a's NIC lets go of the packets it held until now
+  kSample,     // the time series takes a sample
 };
 
 struct Event {

@@ -206,12 +206,29 @@ void Simulator::service(uint32_t i, bool after_timer) {
   }
 }
 
+// Every switch queue that holds bytes, and one that has just emptied (a 0 row ends its run).
+void Simulator::sample_queues() {
+  sampled_.resize(net_.port_count(), false);
+  for (uint32_t i = 0; i < net_.port_count(); ++i) {
+    const Port& p = net_.port(i);
+    if (!net_.is_switch(p.node) || (p.queue_bytes == 0 && !sampled_[i])) continue;
+    queue_series_.push_back({clock_.now_ns(), i, p.queue_bytes});
+    sampled_[i] = p.queue_bytes > 0;
+  }
+}
+
 Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) {
   const auto wall0 = std::chrono::steady_clock::now();  // wall_s only
   uint64_t events = 0;
+  if (sample_ns_ > 0) ev_.push(0, EventKind::kSample, 0);
   while (!ev_.empty() && finished_ < flows_.size() && ev_.top().time <= sc_.duration_ns) {
     const Event e = ev_.pop();
     clock_.advance_to(e.time);
+    if (e.kind == EventKind::kSample) {
+      sample_queues();
+      ev_.push(e.time + sample_ns_, EventKind::kSample, 0);
+      continue;
+    }
     ++events;
     if (progress && (events & ((1u << 20) - 1)) == 0) progress(e.time, events);
     if (e.kind == EventKind::kHostTimer) {

@@ -28,6 +28,19 @@ struct AtomicResult {
   uint64_t memory = 0;   // the target word after it
 };
 
+// One row of the time series: at time t, switch egress port `port` held `bytes`.
+struct QueueSample {
+  uint64_t t_ns = 0;
+  uint32_t port = 0;
+  uint64_t bytes = 0;
+};
+
+// What each flow was and did (fct.csv).
+struct FlowRecord {
+  uint32_t src = 0, dst = 0;
+  uint64_t bytes = 0, start_ns = 0, fct_ns = 0, ideal_ns = 0;  // fct 0: not completed
+};
+
 struct Summary {
   std::string scenario;
   uint64_t seed = 0, sim_time_ns = 0, events = 0;
@@ -47,10 +60,20 @@ struct Summary {
   std::vector<AtomicResult> atomics;  // the Fetch-and-Add flows that completed
   // Responder NIC, per atomic request received in order: request in to atomic ACK out.
   std::vector<uint64_t> atomic_responder_ns;
+  // With record_series(): every switch queue not empty, every sample_ns; and each long
+  // flow's delivered rate per bin (bin_ns). Not in summary.json (write_outputs).
+  std::vector<FlowRecord> flows;
+  std::vector<QueueSample> queue_series;
+  uint64_t bin_ns = 0;
+  std::vector<std::vector<double>> long_flow_series_gbps;  // per long flow, per bin
 };
 
 // The FCT size buckets, smallest first: "0-64KiB", "64KiB-1MiB", "1MiB-10MiB", "10MiB+".
 const std::vector<std::string>& size_buckets();
+
+// fct.csv, queues.csv and rates.csv into `dir` (docs/sim.md "Outputs"); throws
+// std::runtime_error if a file cannot be written.
+void write_outputs(const Summary& s, const std::string& dir);
 
 // The summary as JSON (docs/sim.md); without wall_s (and so events/s) when `with_wall` is
 // false, which makes two runs of the same scenario and seed compare equal.
@@ -65,6 +88,8 @@ class Simulator : private HostSink {
   ~Simulator() override;
   // Runs to the end; `progress` (optional) is called every 2^20 events with (now, events).
   Summary run(const std::function<void(uint64_t, uint64_t)>& progress = {});
+  // Samples the switch queues every `sample_ns` during run() (events not counted).
+  void record_series(uint64_t sample_ns) { sample_ns_ = sample_ns; }
 
  private:
   struct Flow {
@@ -109,6 +134,10 @@ class Simulator : private HostSink {
   std::map<uint32_t, std::vector<uint64_t>> atomic_in_;  // host -> atomic requests' arrivals
   std::vector<AtomicResult> atomics_;
   uint64_t bin_ns_ = 0;
+  uint64_t sample_ns_ = 0;  // 0: no time series
+  std::vector<QueueSample> queue_series_;
+  std::vector<bool> sampled_;  // per port: its last sample was not empty
+  void sample_queues();
 };
 
 }  // namespace vrnic::sim

@@ -46,6 +46,8 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
   uint64_t end = s.sim_time_ns;
   for (const Flow& f : flows_) {
     s.fct_ns.push_back(f.fct_ns);
+    s.flows.push_back({f.spec.src, f.spec.dst, f.spec.bytes, f.spec.start_ns,
+                       f.finished && !f.failed ? f.fct_ns : 0, f.ideal_ns});
     s.flows_failed += f.failed;
     if (!f.finished || f.failed) continue;
     ++s.flows_completed;
@@ -71,6 +73,14 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
   const auto n = static_cast<double>(s.long_flow_gbps.size());
   if (n >= 2 && sq > 0) s.jain_fairness = sum * sum / (n * sq);  // Jain: (sum x)^2 / (n sum x^2)
   summarise_fabric(s);
+  s.queue_series = queue_series_;
+  s.bin_ns = bin_ns_;
+  for (const Flow& f : flows_)
+    if (!f.bins.empty()) {
+      s.long_flow_series_gbps.emplace_back();
+      for (uint64_t b = 0; b < f.bins.size() && b * bin_ns_ < s.sim_time_ns; ++b)
+        s.long_flow_series_gbps.back().push_back(f.bins[b] * 8.0 / bin_ns_);
+    }
   s.atomics = atomics_;
   for (const auto& [h, in] : atomic_in_) {
     const std::vector<uint64_t>& out = hosts_[h]->atomic_acks_out();

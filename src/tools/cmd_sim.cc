@@ -1,5 +1,9 @@
 // `vrnic sim`: list the built-in scenarios; run one (or a JSON file) in virtual time and
 // print its summary, optionally into DIR/summary.json (docs/sim.md).
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -50,6 +54,25 @@ void print_summary(const sim::Summary& s) {
   }
 }
 
+// The PNGs, by vrnic-sim-plots.py beside this executable (matplotlib); a run without them
+// says why and still succeeds.
+void make_plots(const std::string& dir) {
+  const std::string script = self_dir() + "/vrnic-sim-plots.py";
+  if (!std::filesystem::exists(script)) {
+    std::fprintf(stderr, "vrnic sim: no plots: %s is missing\n", script.c_str());
+    return;
+  }
+  // Debian's python3 (where python3-matplotlib installs) before any other on PATH.
+  std::string py = std::filesystem::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  char* argv[] = {py.data(), const_cast<char*>(script.c_str()), const_cast<char*>(dir.c_str()),
+                  nullptr};
+  pid_t pid = 0;
+  int status = 0;
+  if (posix_spawnp(&pid, py.c_str(), nullptr, nullptr, argv, environ) != 0 ||
+      waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    std::fprintf(stderr, "vrnic sim: no plots (see above)\n");
+}
+
 }  // namespace
 
 int cmd_sim(const SimOptions& o) {
@@ -65,6 +88,7 @@ int cmd_sim(const SimOptions& o) {
     if (o.seed_set) sc.seed = o.seed;
     if (sc.name.empty()) sc.name = std::filesystem::path(o.scenario).stem().string();
     sim::Simulator simulator(sc);
+    if (!o.out.empty()) simulator.record_series(std::max<uint64_t>(1000, sc.duration_ns / 1000));
     const auto t0 = std::chrono::steady_clock::now();  // the progress line's events/s only
     const sim::Summary s = simulator.run([&](uint64_t now, uint64_t events) {
       const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
@@ -79,6 +103,8 @@ int cmd_sim(const SimOptions& o) {
       std::ofstream out(std::filesystem::path(o.out) / "summary.json");
       out << sim::summary_json(s, true);
       if (!out) throw std::runtime_error("cannot write " + o.out + "/summary.json");
+      sim::write_outputs(s, o.out);
+      make_plots(o.out);
     }
     return s.flows_failed == 0 ? 0 : 3;
   } catch (const std::exception& e) {
