@@ -23,13 +23,13 @@ uint32_t ipv4_of_packet(const Packet& p) {
 }
 
 uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos) {
-  nodes_.push_back(Node{false, ipv4, {}, qos, {}, {}, {}});
+  nodes_.push_back(Node{false, ipv4, {}, qos, {}, {}, {}, {}});
   host_by_ipv4_[ipv4] = static_cast<uint32_t>(nodes_.size() - 1);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 uint32_t Network::add_switch(const SwitchParams& p) {
-  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}, {}});
+  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}, {}, {}});
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -53,6 +53,7 @@ uint32_t Network::connect(uint32_t a, uint32_t b, double rate_bps, uint64_t dela
 // From each host a breadth-first search over the switches gives every node's distance to
 // it; a switch's next hops toward the host are its ports to nodes one hop nearer.
 void Network::compute_routes() {
+  setup_mmu();
   for (uint32_t h = 0; h < nodes_.size(); ++h) {
     if (nodes_[h].is_switch) continue;
     std::vector<uint32_t> dist(nodes_.size(), UINT32_MAX);
@@ -75,6 +76,25 @@ void Network::compute_routes() {
       hops.clear();
       for (uint32_t q : nodes_[n].ports)
         if (dist[ports_[ports_[q].peer].node] + 1 == dist[n]) hops.push_back(q);
+    }
+  }
+}
+
+// The MMU's set-asides, once the links are in: a reserve per port and PFC priority, and each
+// port's headroom (by default three times what its link holds in flight one way).
+void Network::setup_mmu() {
+  for (Node& n : nodes_) {
+    if (!n.is_switch || !n.sw.mmu.enabled) continue;
+    n.mmu = {};
+    int prios = 0;
+    for (int q = 0; q < kPriorities; ++q) prios += n.sw.qos.pfc_on(static_cast<uint8_t>(q));
+    for (uint32_t port : n.ports) {
+      Port& p = ports_[port];
+      p.mmu_headroom = n.sw.mmu.headroom_bytes != 0
+                           ? n.sw.mmu.headroom_bytes
+                           : static_cast<uint64_t>(3 * p.rate_bps * p.delay_ns / 8e9);
+      n.mmu.total_headroom += p.mmu_headroom;
+      n.mmu.total_reserve += n.sw.mmu.reserve_bytes * std::max(prios, 1);
     }
   }
 }
@@ -128,7 +148,9 @@ void Network::enqueue(uint32_t port, Packet&& p) {
     p.dst_node = dst == host_by_ipv4_.end() ? kNone : dst->second;
   }
   const bool storm_drop = out.stormed[p.prio] && n.is_switch && n.sw.watchdog.drop;
-  if (storm_drop || (n.is_switch && out.queue_bytes + p.wire_bytes() > n.sw.buffer_bytes)) {
+  const bool full = n.is_switch && !n.sw.mmu.enabled &&  // the MMU admits at ingress
+                    out.queue_bytes + p.wire_bytes() > n.sw.buffer_bytes;
+  if (storm_drop || full) {
     ++(storm_drop ? out.storm_drops : out.drops);
     release_ingress(n, p);  // the frame leaves the switch's buffer, and its ingress count
     return;
@@ -243,10 +265,14 @@ void Network::switch_receive(uint32_t port, Packet&& p) {
   Port& in = ports_[port];
   p.ingress = port;
   p.prio = sw.sw.qos.prio_of_tos(p.tos);  // the switch trusts DSCP, through its own map
-  in.ingress_bytes[p.prio] += p.wire_bytes();
-  if (sw.sw.pfc && sw.sw.qos.pfc_on(p.prio) && !in.pause_sent[p.prio] &&
-      in.ingress_bytes[p.prio] > sw.sw.xoff)
-    send_pfc(port, p.prio, true);
+  if (sw.sw.mmu.enabled) {
+    if (!mmu_ingress(sw, port, p)) return;
+  } else {
+    in.ingress_bytes[p.prio] += p.wire_bytes();
+    if (sw.sw.pfc && sw.sw.qos.pfc_on(p.prio) && !in.pause_sent[p.prio] &&
+        in.ingress_bytes[p.prio] > sw.sw.xoff)
+      send_pfc(port, p.prio, true);
+  }
   enqueue(ecmp_port(ports_[port].node, sw.routes[p.dst_node], p), std::move(p));
 }
 

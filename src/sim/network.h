@@ -13,6 +13,7 @@
 
 #include "engine/ports.h"
 #include "sim/event_queue.h"
+#include "sim/mmu.h"
 #include "sim/qos.h"
 
 namespace vrnic::sim {
@@ -60,6 +61,7 @@ struct DropRule {
 
 struct SwitchParams {
   uint64_t buffer_bytes = 1'000'000;  // per egress port (all priorities); drop tail beyond
+  MmuParams mmu;  // on: one shared buffer with dynamic thresholds instead (mmu.h)
   RedParams red;                      // the same for every queue
   bool pfc = false;                   // on the priorities qos.pfc_priorities names
   uint64_t xoff = 40'000, xon = 20'000;  // ingress bytes per priority
@@ -83,6 +85,8 @@ struct Port {
   // Ingress side (switch ports): bytes of the packets that came in here, still buffered.
   std::array<uint64_t, kPriorities> ingress_bytes{};
   std::array<bool, kPriorities> pause_sent{};
+  std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
+  uint64_t mmu_headroom = 0;
   // Counters.
   uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
   uint64_t pauses_ignored = 0;  // PAUSE for a priority without PFC here
@@ -135,6 +139,7 @@ class Network {
   uint64_t marked() const;
   uint64_t storms() const;
   const QosParams& qos_of(uint32_t node) const;
+  const MmuSwitch& mmu_of(uint32_t node) const { return nodes_[node].mmu; }
 
  private:
   struct Node {
@@ -143,6 +148,7 @@ class Network {
     SwitchParams sw;
     QosParams qos;  // a host's NIC (a switch's are sw.qos)
     std::vector<uint64_t> drop_seen;  // per sw.drop rule: frames of its opcode so far
+    MmuSwitch mmu;
     std::vector<uint32_t> ports;
     std::vector<std::vector<uint32_t>> routes;  // by destination host node: ECMP ports
   };
@@ -151,6 +157,9 @@ class Network {
   void on_arrive(uint32_t from_port);
   void switch_receive(uint32_t port, Packet&& p);
   bool dropped_by_rule(Node& sw, const Packet& p);
+  void setup_mmu();
+  bool mmu_ingress(Node& sw, uint32_t port, const Packet& p);
+  void mmu_release(Node& sw, uint32_t port, const Packet& p);
   void leave_switch(Port& out, const Node& sw, Packet& p);
   void release_ingress(const Node& sw, const Packet& p);
   bool red_mark(const RedParams& red, uint64_t queue_left);

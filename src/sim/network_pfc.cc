@@ -11,10 +11,36 @@ namespace vrnic::sim {
 // XON a paused upstream is resumed.
 void Network::release_ingress(const Node& sw, const Packet& p) {
   if (p.ingress == kNone) return;
+  if (sw.sw.mmu.enabled) return mmu_release(nodes_[ports_[p.ingress].node], p.ingress, p);
   Port& in = ports_[p.ingress];
   in.ingress_bytes[p.prio] -= p.wire_bytes();
   if (sw.sw.pfc && in.pause_sent[p.prio] && in.ingress_bytes[p.prio] <= sw.sw.xon)
     send_pfc(p.ingress, p.prio, false);
+}
+
+// A frame in through `port` with the shared-buffer MMU: admitted (reserve, shared pool or
+// headroom) or dropped; PAUSE once its queue reaches the dynamic threshold or uses headroom.
+bool Network::mmu_ingress(Node& sw, uint32_t port, const Packet& p) {
+  Port& in = ports_[port];
+  MmuQueue& q = in.mmu[p.prio];
+  const MmuParams& m = sw.sw.mmu;
+  if (!mmu_admit(m, sw.mmu, q, sw.sw.pfc ? in.mmu_headroom : 0, p.wire_bytes())) {
+    ++in.drops;
+    return false;
+  }
+  mmu_add(m, sw.mmu, q, p.wire_bytes());
+  if (sw.sw.pfc && sw.sw.qos.pfc_on(p.prio) && !in.pause_sent[p.prio] &&
+      mmu_should_pause(m, sw.mmu, q))
+    send_pfc(port, p.prio, true);
+  return true;
+}
+
+void Network::mmu_release(Node& sw, uint32_t port, const Packet& p) {
+  Port& in = ports_[port];
+  MmuQueue& q = in.mmu[p.prio];
+  mmu_remove(sw.sw.mmu, sw.mmu, q, p.wire_bytes());
+  if (sw.sw.pfc && in.pause_sent[p.prio] && mmu_should_resume(sw.sw.mmu, sw.mmu, q))
+    send_pfc(port, p.prio, false);
 }
 
 // A PFC frame (802.1Qbb) from switch port `port` to the far end: it overtakes the queue

@@ -114,6 +114,18 @@ void parse_switch(const json& j, SwitchParams& s) {
   }
   if (j.contains("qos")) parse_qos(j["qos"], s.qos);
   if (j.contains("watchdog")) parse_watchdog(j["watchdog"], s.watchdog);
+  if (j.contains("mmu")) {
+    const json& m = j["mmu"];
+    s.mmu.enabled = true;
+    get(m, "enabled", s.mmu.enabled);
+    get(m, "buffer_bytes", s.mmu.buffer_bytes);
+    get(m, "reserve_bytes", s.mmu.reserve_bytes);
+    get(m, "resume_offset_bytes", s.mmu.resume_offset_bytes);
+    get(m, "headroom_bytes", s.mmu.headroom_bytes);
+    get(m, "alpha", s.mmu.alpha);
+    if (s.mmu.alpha <= 0 || s.mmu.alpha > 64)
+      throw std::runtime_error("scenario: mmu alpha must be in (0, 64]");
+  }
   for (const json& d : j.contains("drop") ? j["drop"] : json::array()) {
     DropRule r;
     get(d, "opcode", r.opcode);
