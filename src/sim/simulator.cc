@@ -80,8 +80,9 @@ uint64_t Simulator::nic_cost(const FlowSpec& f) const {
                : n.doorbell_ns + 2 * n.dma_read_ns + n.rx_pipeline_ns;
 }
 
-// The FCT on an empty network: the processing delay, the NIC model's costs, the first packet's store-and-forward
-// through every hop, the rest at the path's slowest rate, and the last ACK's way back.
+// The FCT on an empty network: the processing delay, the NIC model's costs, the first
+// packet's store-and-forward through every hop, the rest at the path's slowest rate, and
+// the last ACK's way back.
 uint64_t Simulator::ideal_fct(const FlowSpec& f) const {
   const uint64_t mtu = sc_.nic.mtu;
   uint64_t packets = 0, wire = 0;
@@ -115,14 +116,18 @@ void Simulator::deliver(uint32_t node, Packet&& p) {
   if (!p.bytes.empty() && (p.bytes[0] == 0x13 || p.bytes[0] == 0x14))  // RC CmpSwap, FetchAdd
     atomic_in_[h].push_back(clock_.now_ns());
   Host& host = *hosts_[h];
-  const engine::Counters before = host.dev().counters();
   const WirePacket w{p.ip, p.tos, p.bytes};
+  if (!sc_.nic.pcie) {
+    host.dev().receive(std::span<const WirePacket>(&w, 1));
+    return service(h, false);
+  }
+  const engine::Counters& c = host.dev().counters();
+  const uint64_t replayed = c.duplicate_atomics_replayed, executed = c.rx_atomic;
   host.dev().receive(std::span<const WirePacket>(&w, 1));
-  const engine::Counters& after = host.dev().counters();
   uint64_t cost = sc_.nic.rx_pipeline_ns;
-  if (after.duplicate_atomics_replayed > before.duplicate_atomics_replayed) {
+  if (c.duplicate_atomics_replayed > replayed) {
     cost += sc_.nic.dma_read_ns;
-  } else if (after.rx_atomic > before.rx_atomic) {
+  } else if (c.rx_atomic > executed) {
     cost += sc_.nic.atomic_rmw_ns;
   }
   host.hold(cost);
