@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "engine/requester.h"
 #include "wire/opcode.h"
 
 namespace vrnic::engine {
@@ -67,6 +68,14 @@ bool cc_pacer_holds(Core& c, Qp& qp) {
   cc.pace_deadline = at;
   c.note_deadline(at);
   return true;
+}
+
+bool cc_acks_every_packet(const Qp& qp, uint32_t bytes, uint64_t ack_timeout_ns) {
+  const Dcqcn* rp = qp.cc.rp.get();
+  if (rp == nullptr || !rp->limited() || rp->rate_bps() <= 0 || ack_timeout_ns == 0)
+    return false;
+  const double interval_ns = kAckReqInterval * static_cast<double>(bytes) * 8e9 / rp->rate_bps();
+  return interval_ns * 4 >= static_cast<double>(ack_timeout_ns);
 }
 
 void cc_on_sent(Core& c, Qp& qp, size_t bytes) {

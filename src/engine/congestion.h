@@ -21,6 +21,10 @@ void cc_receive_cnp(Core& c, Qp* qp);
 void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from);
 // True if the QP's pacer holds its next packet (a timer is armed for it).
 bool cc_pacer_holds(Core& c, Qp& qp);
+// True when DCQCN limits the QP so far that kAckReqInterval packets of `bytes` take a
+// quarter of the local ACK timeout or more: each packet then asks for its ACK, so that the
+// timer measures the path, not the QP's own slowness.
+bool cc_acks_every_packet(const Qp& qp, uint32_t bytes, uint64_t ack_timeout_ns);
 // The requester sent a packet of `bytes` (the UDP payload) for `qp`.
 void cc_on_sent(Core& c, Qp& qp, size_t bytes);
 // Runs the QP's due congestion timers (the pacer's wake-up, DCQCN's increase timer).

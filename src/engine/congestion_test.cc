@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "engine/test_fabric.h"
@@ -19,7 +20,7 @@ namespace {
 struct Seen {
   uint8_t opcode = 0, tos = 0;
   uint32_t dest_qp = 0;
-  bool becn = false;
+  bool becn = false, ack_req = false;
   wire::IcrcVerdict icrc = wire::IcrcVerdict::kBad;
 };
 
@@ -31,8 +32,12 @@ struct Congestion : ::testing::Test {
   Qp* qb = nullptr;
   std::vector<Seen> seen;
 
-  void up(const ConnectOptions& o = {}, bool cc = true) {
-    auto tweak = [cc](DeviceConfig& c) { c.cc.enabled = cc; };
+  void up(const ConnectOptions& o = {}, bool cc = true,
+          const std::function<void(DcqcnParams&)>& params = {}) {
+    auto tweak = [cc, &params](DeviceConfig& c) {
+      c.cc.enabled = cc;
+      if (params) params(c.cc);
+    };
     a = &f.add_node(1, tweak);
     b = &f.add_node(2, tweak);
     qa = a->create_qp();
@@ -41,7 +46,7 @@ struct Congestion : ::testing::Test {
     f.wire().set_tap([this](const WirePacket& p) {
       wire::Packet pkt;
       ASSERT_EQ(wire::parse_packet(p.data, pkt), wire::ParseError::kOk);
-      seen.push_back({pkt.bth.opcode, p.tos, pkt.bth.dest_qp, pkt.bth.becn,
+      seen.push_back({pkt.bth.opcode, p.tos, pkt.bth.dest_qp, pkt.bth.becn, pkt.bth.ack_req,
                       wire::verify_icrc(p.ip, p.data)});
     });
   }
@@ -50,8 +55,9 @@ struct Congestion : ::testing::Test {
     f.wire().set_ce_marker([](const WirePacket& p) { return p.ip.dst[3] == 2; });
   }
   // A WRITE from a to b, checked. run: until every timer has run (virtual time moves on,
-  // a DCQCN limiter recovers); else only the packets are delivered, at this instant.
-  void write(size_t len, bool run = true) {
+  // a DCQCN limiter recovers) or, if run_ns, for that long; else only the packets are
+  // delivered, at this instant.
+  void write(size_t len, bool run = true, uint64_t run_ns = 0) {
     Buffer& src = a->reg(len);
     Buffer& dst = b->reg(len);
     fill_random(src.data(), len, 7);
@@ -64,7 +70,9 @@ struct Congestion : ::testing::Test {
     wr.remote_addr = dst.addr();
     wr.rkey = dst.mr.rkey;
     ASSERT_EQ(a->dev->post_send(qa, &wr, 1, nullptr), 0);
-    if (run) {
+    if (run_ns != 0) {
+      f.run(run_ns);  // returns false: a timer is still armed past run_ns
+    } else if (run) {
       ASSERT_TRUE(f.run(1'000'000'000));
     } else {
       f.wire().deliver_all();
@@ -134,6 +142,34 @@ TEST_F(Congestion, ce_marked__responder_answers_with_one_cnp_and_the_requester_l
   ASSERT_TRUE(f.run(1'000'000'000));
   EXPECT_FALSE(qa->cc.rp->limited());
   EXPECT_EQ(f.clock().now_ns() - t0, DcqcnParams{}.timer_ns);
+}
+
+// A QP that DCQCN holds far below what its ACK timer allows for (2 Mb/s: 16 packets of 1 KiB
+// take 68 ms against a 67 ms timer, and the responder answers only packets that ask) asks
+// for an ACK with every packet: no ACK timeout, nothing resent, the data lands.
+TEST_F(Congestion, slow_limited_qp__asks_for_every_ack_and_never_times_out) {
+  up({}, true, [](DcqcnParams& p) {
+    p.first_cnp_rate_bps = 2e6;
+    p.timer_ns = 100'000'000'000;  // no recovery within the test
+    p.byte_reset = uint64_t{1} << 40;
+  });
+  mark_towards_b();
+  write(4096, false);  // marked: the CNP cuts the QP to 2 Mb/s
+  ASSERT_NE(qa->cc.rp, nullptr);
+  ASSERT_TRUE(qa->cc.rp->limited());
+  ASSERT_EQ(qa->cc.rp->rate_bps(), 2e6);
+  f.wire().set_ce_marker([](const WirePacket&) { return false; });
+  seen.clear();
+  write(32768, true, 1'000'000'000);  // 140 ms of sending at 2 Mb/s
+  EXPECT_EQ(a->ctr().ack_timeouts, 0u);
+  EXPECT_EQ(a->ctr().retransmitted_packets, 0u);
+  size_t data = 0;
+  for (const Seen& s : seen) {
+    if (s.opcode < wire::kRcWriteFirst || s.opcode > wire::kRcWriteOnlyImm) continue;
+    ++data;
+    EXPECT_TRUE(s.ack_req);
+  }
+  EXPECT_EQ(data, 32u);
 }
 
 TEST_F(Congestion, cnp_rate_limit__one_per_qp_per_min_time_between_cnps) {
