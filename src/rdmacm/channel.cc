@@ -1,8 +1,10 @@
-// Event channels: rdma_create/destroy_event_channel, rdma_get_cm_event, rdma_ack_cm_event, rdma_event_str.
+// Event channels: rdma_create/destroy_event_channel, rdma_get_cm_event, rdma_ack_cm_event,
+// rdma_event_str.
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 
 #include "rdmacm/state.h"
 
@@ -27,7 +29,9 @@ RDMACM_EXPORT rdma_event_channel* rdma_create_event_channel() {
 // program exits) stays blocked, as a read of the kernel's rdma_cm file does when another
 // thread closes it: the fd and the channel are then left open rather than pulled from under
 // that read, so it can neither see EBADF nor touch freed memory, nor read another file that
-// reused the number.
+// reused the number. A program's own channel (not an id's private one) is never freed: a
+// thread that calls rdma_get_cm_event on it just after this (the same CM thread, a moment
+// later in its loop) blocks the same way instead of reading a closed descriptor.
 RDMACM_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (!channel) return;
   Channel* ch = to_channel(channel);
@@ -35,13 +39,11 @@ RDMACM_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
     std::lock_guard<std::mutex> g(Service::get().mu);
     for (EventBox* b : ch->queue) delete b;
     ch->queue.clear();
-    if (ch->readers > 0) {
-      ch->destroyed = true;
-      return;
-    }
+    ch->destroyed = true;
+    if (ch->readers > 0) return;
   }
   close(ch->ch.fd);
-  delete ch;
+  if (ch->sync) delete ch;
 }
 
 // Blocks until an event is queued (or fails with EAGAIN on a non-blocking fd). Each queued
@@ -52,6 +54,10 @@ RDMACM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event**
   Channel* ch = to_channel(channel);
   Service& s = Service::get();
   std::unique_lock<std::mutex> g(s.mu);
+  if (ch->destroyed) {  // called after rdma_destroy_event_channel: blocks for good
+    std::condition_variable never;
+    for (;;) never.wait(g);
+  }
   ++ch->readers;
   for (;;) {
     g.unlock();
@@ -62,7 +68,7 @@ RDMACM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event**
     if (n != sizeof v && err != EINTR) {
       if (--ch->readers == 0 && ch->destroyed) {
         close(ch->ch.fd);  // the last reader of a destroyed (non-blocking) channel
-        delete ch;
+        if (ch->sync) delete ch;
       }
       return fail(err);  // EAGAIN with O_NONBLOCK
     }

@@ -103,4 +103,24 @@ TEST(RdmacmChannel, destroy__while_a_thread_is_blocked_in_get_cm_event__reader_s
   reader.detach();
 }
 
+// A thread that calls rdma_get_cm_event just after another destroyed the channel (rping's
+// CM thread looping back after its last event while the program exits) blocks as well,
+// instead of failing with EBADF from a closed descriptor.
+TEST(RdmacmChannel, get_cm_event_after_destroy__blocks_instead_of_ebadf) {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  rdma_destroy_event_channel(ch);
+  std::atomic<bool> returned{false};
+  std::atomic<int> err{0};
+  std::thread late([ch, &returned, &err] {
+    rdma_cm_event* ev = nullptr;
+    if (rdma_get_cm_event(ch, &ev) != 0) err = errno;
+    returned = true;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(returned.load());
+  EXPECT_EQ(err.load(), 0);
+  late.detach();
+}
+
 }  // namespace

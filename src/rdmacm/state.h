@@ -36,7 +36,7 @@ struct Channel {
   std::deque<EventBox*> queue;  // guarded by the service lock
   bool sync = false;            // the private channel of an id created without one
   int readers = 0;              // threads inside rdma_get_cm_event (service lock)
-  bool destroyed = false;       // destroyed while a reader was inside (service lock)
+  bool destroyed = false;       // rdma_destroy_event_channel ran (service lock)
 };
 
 enum class IdState : uint8_t {
