@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <deque>
+#include <vector>
 
 #include "rdmacm/state.h"
 
@@ -25,6 +27,17 @@ RDMACM_EXPORT rdma_event_channel* rdma_create_event_channel() {
   return &ch->ch;
 }
 
+namespace {
+// Destroyed program channels, kept (and reachable, so no leak checker counts them) for
+// threads that still call rdma_get_cm_event on them.
+void keep_destroyed(Channel* ch) {
+  static auto* kept = new std::vector<Channel*>;  // never freed: outlives every thread
+  std::lock_guard<std::mutex> g(Service::get().mu);
+  std::deque<EventBox*>().swap(ch->queue);  // its memory back; the struct stays
+  kept->push_back(ch);
+}
+}  // namespace
+
 // A thread still blocked in rdma_get_cm_event on this channel (rping's CM thread, as the
 // program exits) stays blocked, as a read of the kernel's rdma_cm file does when another
 // thread closes it: the fd and the channel are then left open rather than pulled from under
@@ -43,7 +56,11 @@ RDMACM_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
     if (ch->readers > 0) return;
   }
   close(ch->ch.fd);
-  if (ch->sync) delete ch;
+  if (ch->sync) {
+    delete ch;
+  } else {
+    keep_destroyed(ch);
+  }
 }
 
 // Blocks until an event is queued (or fails with EAGAIN on a non-blocking fd). Each queued
@@ -68,7 +85,13 @@ RDMACM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event**
     if (n != sizeof v && err != EINTR) {
       if (--ch->readers == 0 && ch->destroyed) {
         close(ch->ch.fd);  // the last reader of a destroyed (non-blocking) channel
-        if (ch->sync) delete ch;
+        if (ch->sync) {
+          delete ch;
+        } else {
+          g.unlock();
+          keep_destroyed(ch);
+          g.lock();
+        }
       }
       return fail(err);  // EAGAIN with O_NONBLOCK
     }
