@@ -125,9 +125,10 @@ int run_server(uint16_t port) {
     word = k;
     write_to(ep, wmr, &word, sizeof word, peer.addr, peer.rkey);
   }
-  // The last WRITE's ACK may still be on its way when the client sees the word: the client
-  // stays until told, or the WRITE would be resent to a process that has exited.
-  CHECK_OR_DIE(ch.send(go), "done");
+  // Either side's last WRITE may still wait for its ACK when the other sees its data (the
+  // injector drops ACKs too): each side stays until the other says its WRITE completed, or
+  // the WRITE would be resent to a process that has exited (RETRY_EXC_ERR after 8 tries).
+  CHECK_OR_DIE(ch.send(go) && ch.recv(go), "done");
   printf("server: %u rounds of %zu B, %" PRIu64 " rounds wrong, %" PRIu64 " bytes wrong\n",
          peer.iterations, size, bad_rounds, bad_bytes);
   printf("server last_byte: %s\n", bad_rounds == 0 ? "PASS" : "FAIL");
@@ -156,6 +157,7 @@ int run_client(const std::string& host, uint16_t port, uint32_t iterations, uint
   }
   char done = 0;
   CHECK_OR_DIE(ch.recv(done), "done");  // the server's last WRITE has completed
+  CHECK_OR_DIE(ch.send(done), "done");  // and so has ours (write_to waited for it)
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   printf("client: %u WRITEs of %u B in %.2f s\n", iterations, size, s);
   return 0;
