@@ -15,7 +15,10 @@ namespace vrnic::sim {
 enum class EventKind : uint8_t {
   kTxDone,     // a port finished serialising its current frame: a = port
   kArrive,     // the oldest frame on a link reaches its far end: a = port that sent it
-  kPause,      // a PFC frame reaches a port: a = port, b = priority, c = 1 pause / 0 resume
+  kPause,      // a PFC frame reaches a port: a = port, b = priority, c = quanta (0: XON)
+  kPauseExpire,  // the PAUSE honoured at port a, priority b may have run out
+  kPfcRefresh,   // port a sends its XOFF for priority b again if it stands (c: which one)
+  kNicRx,      // the NIC of host port a has moved its oldest received frame to memory
   kHostTimer,  // the engine of host a asked to run its timers; c = generation
   kFlowStart,  // flow a posts its first WRITEs (after the NIC's processing delay)
   kWatchdog,   // the PFC watchdog looks at port a, priority b, paused as of generation c

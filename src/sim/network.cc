@@ -22,14 +22,14 @@ uint32_t ipv4_of_packet(const Packet& p) {
   return uint32_t{d[0]} << 24 | uint32_t{d[1]} << 16 | uint32_t{d[2]} << 8 | d[3];
 }
 
-uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos) {
-  nodes_.push_back(Node{false, ipv4, {}, qos, {}, {}, {}, {}});
+uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos, const NicRxParams& nic) {
+  nodes_.push_back(Node{false, ipv4, {}, qos, nic, {}, {}, {}, {}});
   host_by_ipv4_[ipv4] = static_cast<uint32_t>(nodes_.size() - 1);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 uint32_t Network::add_switch(const SwitchParams& p) {
-  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}, {}, {}});
+  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}, {}, {}, {}});
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -224,7 +224,16 @@ void Network::handle(const Event& e) {
       on_arrive(e.a);
       break;
     case EventKind::kPause:
-      on_pause(e.a, static_cast<uint8_t>(e.b), e.c != 0);
+      on_pause(e.a, static_cast<uint8_t>(e.b), static_cast<uint16_t>(e.c));
+      break;
+    case EventKind::kPauseExpire:
+      on_pause_expire(e.a, static_cast<uint8_t>(e.b));
+      break;
+    case EventKind::kPfcRefresh:
+      on_refresh(e.a, static_cast<uint8_t>(e.b), e.c);
+      break;
+    case EventKind::kNicRx:
+      on_nic_rx(e.a);
       break;
     case EventKind::kWatchdog:
       on_watchdog(e.a, static_cast<uint8_t>(e.b), e.c);
@@ -243,10 +252,7 @@ void Network::on_arrive(uint32_t from_port) {
   from.in_flight.pop_front();
   const uint32_t at = from.peer;
   const uint32_t node = ports_[at].node;
-  if (!nodes_[node].is_switch) {
-    if (sink_) sink_->deliver(node, std::move(p));
-    return;
-  }
+  if (!nodes_[node].is_switch) return host_receive(at, std::move(p));
   switch_receive(at, std::move(p));
 }
 

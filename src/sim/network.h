@@ -59,12 +59,30 @@ struct DropRule {
   uint64_t nth = 1;
 };
 
+// A host NIC's receive buffer (docs/sim.md "NIC model"): frames off the link wait there until
+// the NIC has moved them into host memory at rate_bps (0: the NIC keeps up with any link and
+// nothing waits). With PFC on a frame's priority the NIC sends PAUSE to its switch once more
+// than xoff bytes of that priority wait and resumes it at xon; a frame that does not fit in
+// buffer_bytes is dropped and counted.
+struct NicRxParams {
+  double rate_bps = 0;
+  uint64_t buffer_bytes = 512 * 1024, xoff = 128 * 1024, xon = 64 * 1024;
+  uint16_t pause_quanta = 0xffff;  // the pause time its PAUSE frames ask for
+};
+
+// The time a PAUSE of `quanta` asks for on a link of `rate_bps`: 512 bit times each
+// (802.1Qbb).
+uint64_t pause_ns(uint16_t quanta, double rate_bps);
+
 struct SwitchParams {
   uint64_t buffer_bytes = 1'000'000;  // per egress port (all priorities); drop tail beyond
   MmuParams mmu;  // on: one shared buffer with dynamic thresholds instead (mmu.h)
   RedParams red;                      // the same for every queue
   bool pfc = false;                   // on the priorities qos.pfc_priorities names
   uint64_t xoff = 40'000, xon = 20'000;  // ingress bytes per priority
+  // The pause time an XOFF frame asks for (quanta of 512 bit times); the switch sends the
+  // XOFF again at half that time while the ingress stays above XON.
+  uint16_t pause_quanta = 0xffff;
   QosParams qos;
   WatchdogParams watchdog;
   std::vector<DropRule> drop;
@@ -77,18 +95,27 @@ struct Port {
   std::array<std::deque<Packet>, kPriorities> queue;
   uint64_t queue_bytes = 0;           // all priorities
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
+  std::array<uint64_t, kPriorities> pause_until{};  // when that PAUSE's quanta run out
   std::array<uint64_t, kPriorities> pause_gen{};  // counts pauses and resumes (watchdog)
   std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
   EtsState ets;
   bool busy = false;
   std::deque<Packet> in_flight;  // serialised or on the wire, oldest first
-  // Ingress side (switch ports): bytes of the packets that came in here, still buffered.
+  // Ingress side (switch ports, and a NIC's receive buffer): bytes of the packets that came
+  // in here, still buffered; whether an XOFF stands, and which one is being refreshed.
   std::array<uint64_t, kPriorities> ingress_bytes{};
   std::array<bool, kPriorities> pause_sent{};
+  std::array<uint64_t, kPriorities> xoff_gen{};
+  std::deque<Packet> rx;  // a NIC's receive buffer, oldest first (NicRxParams)
+  uint64_t rx_bytes = 0;
+  bool rx_busy = false;
   std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
   uint64_t mmu_headroom = 0;
   // Counters.
   uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
+  std::array<uint64_t, kPriorities> pauses_by_prio{};  // XOFF frames (refreshes too)
+  std::array<uint64_t, kPriorities> resumes_by_prio{};  // XON frames
+  uint64_t pauses_expired = 0;  // PAUSEs honoured here that ran out without an XON
   uint64_t pauses_ignored = 0;  // PAUSE for a priority without PFC here
   uint64_t storms = 0, storm_drops = 0;  // the watchdog's detections and its drops
   uint64_t queue_samples = 0, queue_sum = 0;  // queue left at dequeue, after stats_from_ns
@@ -108,7 +135,7 @@ class Network {
       : ev_(events), clock_(clock), rng_(seed) {}
 
   // A host whose NIC has DCB settings `qos` (negotiated with its switch's at connect()).
-  uint32_t add_host(uint32_t ipv4, const QosParams& qos = {});
+  uint32_t add_host(uint32_t ipv4, const QosParams& qos = {}, const NicRxParams& nic = {});
   uint32_t add_switch(const SwitchParams& p);
   // A full-duplex link: one port on each node. Returns the port on `a`.
   uint32_t connect(uint32_t a, uint32_t b, double rate_bps, uint64_t delay_ns);
@@ -124,7 +151,8 @@ class Network {
 
   // A packet into a port's egress queue (a host's NIC, or a switch after routing).
   void enqueue(uint32_t port, Packet&& p);
-  void handle(const Event& e);  // kTxDone, kArrive, kPause, kWatchdog, kRestore
+  // kTxDone, kArrive, kPause, kPauseExpire, kPfcRefresh, kNicRx, kWatchdog, kRestore
+  void handle(const Event& e);
 
   uint32_t host_port(uint32_t node) const { return nodes_[node].ports.front(); }
   bool is_switch(uint32_t node) const { return nodes_[node].is_switch; }
@@ -136,6 +164,8 @@ class Network {
   size_t node_count() const { return nodes_.size(); }
   uint64_t drops() const;
   uint64_t pause_frames() const;
+  uint64_t nic_pause_frames() const;  // sent by hosts' NICs
+  std::array<uint64_t, kPriorities> pause_frames_by_prio() const;
   uint64_t marked() const;
   uint64_t storms() const;
   const QosParams& qos_of(uint32_t node) const;
@@ -147,6 +177,7 @@ class Network {
     uint32_t ipv4 = 0;
     SwitchParams sw;
     QosParams qos;  // a host's NIC (a switch's are sw.qos)
+    NicRxParams nic;
     std::vector<uint64_t> drop_seen;  // per sw.drop rule: frames of its opcode so far
     MmuSwitch mmu;
     std::vector<uint32_t> ports;
@@ -164,7 +195,13 @@ class Network {
   void release_ingress(const Node& sw, const Packet& p);
   bool red_mark(const RedParams& red, uint64_t queue_left);
   void send_pfc(uint32_t port, uint8_t prio, bool pause);
-  void on_pause(uint32_t port, uint8_t prio, bool pause);
+  void on_refresh(uint32_t port, uint8_t prio, uint64_t gen);
+  void on_pause(uint32_t port, uint8_t prio, uint16_t quanta);
+  void on_pause_expire(uint32_t port, uint8_t prio);
+  void set_paused(uint32_t port, uint8_t prio, bool pause);
+  void host_receive(uint32_t port, Packet&& p);
+  void start_rx(uint32_t port);
+  void on_nic_rx(uint32_t port);
   void on_watchdog(uint32_t port, uint8_t prio, uint64_t gen);
   void on_restore(uint32_t port, uint8_t prio);
   void drop_queue(uint32_t port, uint8_t prio);

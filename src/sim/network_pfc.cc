@@ -1,6 +1,6 @@
-// PFC (802.1Qbb) in the fabric: ingress accounting against XOFF/XON, PAUSE frames honoured
-// per priority where PFC is on, the PFC watchdog, and the DCBX check of every link
-// (network.h).
+// PFC (802.1Qbb) in the fabric: ingress accounting against XOFF/XON, PAUSE frames with
+// quanta (refreshed while they stand, expiring without an XON) honoured per priority where
+// PFC is on, the PFC watchdog, and the DCBX check of every link (network.h).
 #include <algorithm>
 
 #include "sim/network.h"
@@ -43,25 +43,67 @@ void Network::mmu_release(Node& sw, uint32_t port, const Packet& p) {
     send_pfc(port, p.prio, false);
 }
 
-// A PFC frame (802.1Qbb) from switch port `port` to the far end: it overtakes the queue
-// (MAC control frames are not queued behind data) and takes effect after the link's delay.
+uint64_t pause_ns(uint16_t quanta, double rate_bps) {
+  return serialize_ns(uint64_t{quanta} * 512 / 8, rate_bps);
+}
+
+// A PFC frame (802.1Qbb) from `port` (a switch's ingress or a NIC's receive buffer) to the
+// far end: it overtakes the queue (MAC control frames are not queued behind data) and takes
+// effect after the link's delay. An XOFF carries the device's pause quanta and is sent again
+// at half that time while it stands; an XON carries 0.
 void Network::send_pfc(uint32_t port, uint8_t prio, bool pause) {
   Port& in = ports_[port];
+  const Node& n = nodes_[in.node];
+  const uint16_t quanta = pause ? (n.is_switch ? n.sw.pause_quanta : n.nic.pause_quanta) : 0;
   in.pause_sent[prio] = pause;
-  if (pause) ++in.pauses_sent;  // XOFF frames; the resumes (XON) are not counted
-  const uint64_t t = clock_.now_ns() + serialize_ns(kPauseFrameBytes, in.rate_bps) + in.delay_ns;
-  ev_.push(t, EventKind::kPause, in.peer, prio, pause ? 1 : 0);
+  ++in.xoff_gen[prio];
+  if (pause) {
+    ++in.pauses_sent;
+    ++in.pauses_by_prio[prio];
+  } else {
+    ++in.resumes_by_prio[prio];
+  }
+  const uint64_t now = clock_.now_ns();
+  ev_.push(now + serialize_ns(kPauseFrameBytes, in.rate_bps) + in.delay_ns, EventKind::kPause,
+           in.peer, prio, quanta);
+  if (pause)
+    ev_.push(now + std::max<uint64_t>(1, pause_ns(quanta, in.rate_bps) / 2),
+             EventKind::kPfcRefresh, port, prio, in.xoff_gen[prio]);
+}
+
+// The refresh of an XOFF that still stands (no XON or newer XOFF since): sent again.
+void Network::on_refresh(uint32_t port, uint8_t prio, uint64_t gen) {
+  const Port& in = ports_[port];
+  if (in.pause_sent[prio] && in.xoff_gen[prio] == gen) send_pfc(port, prio, true);
 }
 
 // A PFC frame reaches `port`: honoured if PFC is on for the priority here (a NIC's or a
-// switch's negotiated settings), else ignored and counted. A switch's watchdog starts
-// timing a pause that begins.
-void Network::on_pause(uint32_t port, uint8_t prio, bool pause) {
+// switch's negotiated settings), else ignored and counted. A PAUSE holds the priority for
+// its quanta (a refresh extends it); an XON (0 quanta) releases it at once.
+void Network::on_pause(uint32_t port, uint8_t prio, uint16_t quanta) {
   Port& out = ports_[port];
   if (!qos_of(out.node).pfc_on(prio)) {
-    if (pause) ++out.pauses_ignored;
+    if (quanta != 0) ++out.pauses_ignored;
     return;
   }
+  if (quanta == 0) return set_paused(port, prio, false);
+  out.pause_until[prio] = clock_.now_ns() + pause_ns(quanta, out.rate_bps);
+  ev_.push(out.pause_until[prio], EventKind::kPauseExpire, port, prio);
+  set_paused(port, prio, true);
+}
+
+// A PAUSE's time is up unless a later one extended it: the priority may send again.
+void Network::on_pause_expire(uint32_t port, uint8_t prio) {
+  Port& out = ports_[port];
+  if (!out.paused[prio] || clock_.now_ns() < out.pause_until[prio]) return;
+  ++out.pauses_expired;
+  set_paused(port, prio, false);
+}
+
+// A pause that begins or ends (not a refresh); a switch's watchdog starts timing one that
+// begins.
+void Network::set_paused(uint32_t port, uint8_t prio, bool pause) {
+  Port& out = ports_[port];
   if (out.paused[prio] == pause) return;
   out.paused[prio] = pause;
   ++out.pause_gen[prio];
@@ -126,6 +168,19 @@ std::vector<std::string> Network::dcbx_check() const {
 uint64_t Network::pause_frames() const {
   uint64_t n = 0;
   for (const Port& p : ports_) n += p.pauses_sent;
+  return n;
+}
+
+uint64_t Network::nic_pause_frames() const {
+  uint64_t n = 0;
+  for (const Port& p : ports_) n += nodes_[p.node].is_switch ? 0 : p.pauses_sent;
+  return n;
+}
+
+std::array<uint64_t, kPriorities> Network::pause_frames_by_prio() const {
+  std::array<uint64_t, kPriorities> n{};
+  for (const Port& p : ports_)
+    for (int q = 0; q < kPriorities; ++q) n[q] += p.pauses_by_prio[q];
   return n;
 }
 

@@ -31,9 +31,10 @@ struct Fabric {
   Network net{ev, clock, 1};
   Recorder rec;
   uint32_t a, b, sw;
-  Fabric(const SwitchParams& sp, double rate_a, double rate_b, uint64_t delay) {
+  Fabric(const SwitchParams& sp, double rate_a, double rate_b, uint64_t delay,
+         const NicRxParams& nic_b = {}, const QosParams& qos_b = {}) {
     a = net.add_host(0x0a000001);
-    b = net.add_host(0x0a000002);
+    b = net.add_host(0x0a000002, qos_b, nic_b);
     sw = net.add_switch(sp);
     net.connect(a, sw, rate_a, delay);
     net.connect(b, sw, rate_b, delay);
@@ -142,7 +143,10 @@ TEST(SimNetwork, pfc_pauses_and_resumes_the_upstream_instead_of_dropping) {
   ASSERT_EQ(f.rec.got.size(), 300u);
   for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(f.rec.got[k].seq, k);  // in order, none lost
   EXPECT_EQ(f.net.drops(), 0u);
-  EXPECT_GT(f.net.pause_frames(), 1u);  // paused more than once: it resumed in between
+  EXPECT_GT(f.net.pause_frames(), 0u);
+  const Port& sw_in = f.net.port(f.net.port(f.net.host_port(f.a)).peer);
+  EXPECT_GT(sw_in.resumes_by_prio[0], 1u);  // paused more than once: it resumed in between
+  EXPECT_EQ(f.net.port(f.net.host_port(f.a)).pauses_expired, 0u);  // XON ended each
   // The queue stays within XOFF plus what was already on its way when the PAUSE went out
   // (one link delay each way at 100 Gb/s, a frame in serialisation at each end).
   const uint64_t headroom = 2 * 1000 * 100 / 8 + 2 * w;
@@ -156,6 +160,90 @@ TEST(SimNetwork, pfc_pauses_and_resumes_the_upstream_instead_of_dropping) {
   EXPECT_GT(g.net.drops(), 0u);
   EXPECT_EQ(g.rec.got.size() + g.net.drops(), 300u);
   EXPECT_EQ(g.net.pause_frames(), 0u);
+}
+
+// A PAUSE holds the priority for its quanta and no longer: 1000 quanta at 100 Gb/s are
+// 5.12 us, after which A sends without an XON.
+TEST(SimNetwork, pfc_pause_runs_out_after_its_quanta) {
+  Fabric f(SwitchParams{}, 100e9, 100e9, 1000);
+  const uint32_t pa = f.net.host_port(f.a);
+  EXPECT_EQ(pause_ns(1000, 100e9), 5120u);
+  f.ev.push(0, EventKind::kPause, pa, 0, 1000);
+  const Event e = f.ev.pop();
+  f.net.handle(e);
+  EXPECT_TRUE(f.net.port(pa).paused[0]);
+  f.send(1, 1000, 0);  // priority 0: held
+  f.send(1, 1000, 8 << 2);  // DSCP 8, priority 1: not paused, leaves at once
+  f.run();
+  const uint64_t ser = serialize_ns(1000 + kFrameOverhead, 100e9);
+  ASSERT_EQ(f.rec.got.size(), 2u);
+  EXPECT_EQ(f.rec.got[0].time, ser + 1000 + ser + 1000);
+  EXPECT_EQ(f.rec.got[1].time, 5120 + ser + 1000 + ser + 1000);
+  EXPECT_EQ(f.net.port(pa).pauses_expired, 1u);
+  EXPECT_FALSE(f.net.port(pa).paused[0]);
+}
+
+// A pause shorter than the congestion: the switch sends its XOFF again every half pause
+// time (200 quanta, 1.024 us at 100 Gb/s, against 1 us links), so A never resumes on its
+// own; the XON releases it. Lossless, in order.
+TEST(SimNetwork, pfc_xoff_is_refreshed_while_the_ingress_stays_above_xon) {
+  SwitchParams sp;
+  sp.buffer_bytes = 100'000;
+  sp.red.enabled = false;
+  sp.pfc = true;
+  sp.xoff = 30'000;
+  sp.xon = 15'000;
+  sp.pause_quanta = 200;
+  Fabric f(sp, 100e9, 10e9, 1000);
+  f.send(300, 1000, 0);
+  f.run();
+  ASSERT_EQ(f.rec.got.size(), 300u);
+  for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(f.rec.got[k].seq, k);
+  EXPECT_EQ(f.net.drops(), 0u);
+  const Port& a = f.net.port(f.net.host_port(f.a));
+  const Port& sw_in = f.net.port(a.peer);
+  EXPECT_GT(sw_in.pauses_by_prio[0], 4 * sw_in.resumes_by_prio[0]);  // refreshes
+  EXPECT_EQ(a.pauses_expired, 0u);
+}
+
+// B's NIC moves frames to memory at 10 Gb/s behind a 100 Gb/s link: its receive buffer
+// passes XOFF and the NIC pauses the switch, whose PFC pauses A in turn. Nothing is lost,
+// B takes frames at its NIC's rate. Without PFC at the NIC the buffer overflows.
+TEST(SimNetwork, nic_receive_buffer_sends_pause_to_its_switch) {
+  const uint64_t w = 1000 + kFrameOverhead;
+  SwitchParams sp;
+  sp.buffer_bytes = 100'000;
+  sp.red.enabled = false;
+  sp.pfc = true;
+  sp.xoff = 30'000;
+  sp.xon = 15'000;
+  NicRxParams nic;
+  nic.rate_bps = 10e9;
+  nic.buffer_bytes = 64'000;
+  nic.xoff = 20'000;
+  nic.xon = 10'000;
+  Fabric f(sp, 100e9, 100e9, 1000, nic);
+  f.send(300, 1000, 0);
+  f.run();
+  ASSERT_EQ(f.rec.got.size(), 300u);
+  for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(f.rec.got[k].seq, k);
+  EXPECT_EQ(f.net.drops(), 0u);
+  const Port& b = f.net.port(f.net.host_port(f.b));
+  EXPECT_GT(b.pauses_sent, 0u);
+  EXPECT_EQ(f.net.nic_pause_frames(), b.pauses_sent);
+  EXPECT_GT(f.net.pause_frames(), b.pauses_sent);  // and the switch paused A
+  EXPECT_EQ(f.rec.got[299].time - f.rec.got[298].time, serialize_ns(w, 10e9));
+  EXPECT_EQ(b.rx_bytes, 0u);
+
+  QosParams no_pfc;
+  no_pfc.pfc_priorities = 0;
+  no_pfc.willing = false;
+  Fabric g(sp, 100e9, 100e9, 1000, nic, no_pfc);
+  g.send(300, 1000, 0);
+  g.run();
+  EXPECT_EQ(g.net.nic_pause_frames(), 0u);
+  EXPECT_GT(g.net.port(g.net.host_port(g.b)).drops, 0u);
+  EXPECT_EQ(g.rec.got.size() + g.net.drops(), 300u);
 }
 
 // The shared-buffer MMU with PFC: eight senders at 100 Gb/s into one 10 Gb/s port. Lossless:

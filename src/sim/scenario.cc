@@ -110,7 +110,9 @@ void parse_switch(const json& j, SwitchParams& s) {
     get(p, "enabled", s.pfc);
     get(p, "xoff", s.xoff);
     get(p, "xon", s.xon);
+    get(p, "pause_quanta", s.pause_quanta);
     if (s.xon > s.xoff) throw std::runtime_error("scenario: pfc xon must be <= xoff");
+    if (s.pause_quanta == 0) throw std::runtime_error("scenario: pfc pause_quanta must be > 0");
   }
   if (j.contains("qos")) parse_qos(j["qos"], s.qos);
   if (j.contains("watchdog")) parse_watchdog(j["watchdog"], s.watchdog);
@@ -135,6 +137,19 @@ void parse_switch(const json& j, SwitchParams& s) {
   }
 }
 
+// The NIC's receive buffer: "rate_gbps" (absent: the NIC keeps up with any link), its size,
+// XOFF/XON thresholds and the quanta of its PAUSE frames.
+void parse_nic_rx(const json& j, NicRxParams& r) {
+  if (j.contains("rate_gbps")) get_gbps(j, "rate_gbps", r.rate_bps);
+  get(j, "buffer_bytes", r.buffer_bytes);
+  get(j, "xoff", r.xoff);
+  get(j, "xon", r.xon);
+  get(j, "pause_quanta", r.pause_quanta);
+  if (r.xon > r.xoff || r.xoff > r.buffer_bytes)
+    throw std::runtime_error("scenario: nic rx must have xon <= xoff <= buffer_bytes");
+  if (r.pause_quanta == 0) throw std::runtime_error("scenario: nic rx pause_quanta must be > 0");
+}
+
 void parse_nic(const json& j, NicParams& n) {
   get(j, "processing_delay_ns", n.processing_delay_ns);
   get(j, "mtu", n.mtu);
@@ -152,6 +167,7 @@ void parse_nic(const json& j, NicParams& n) {
     get(p, "rx_pipeline_ns", n.rx_pipeline_ns);
     get(p, "atomic_rmw_ns", n.atomic_rmw_ns);
   }
+  if (j.contains("rx")) parse_nic_rx(j["rx"], n.rx);
   if (n.mtu != 256 && n.mtu != 512 && n.mtu != 1024 && n.mtu != 2048 && n.mtu != 4096)
     throw std::runtime_error("scenario: nic mtu must be 256, 512, 1024, 2048 or 4096");
   if (n.wqes_in_flight == 0) throw std::runtime_error("scenario: nic wqes_in_flight must be > 0");

@@ -25,6 +25,7 @@ struct NicParams {
   uint64_t dma_read_ns = 125;     // one DMA read round trip (seed 004)
   uint64_t rx_pipeline_ns = 500;  // a received packet through the NIC to its answer
   uint64_t atomic_rmw_ns = 250;   // an atomic's read and write of host memory
+  NicRxParams rx;                 // the receive buffer and the PAUSE frames the NIC sends
 };
 
 struct Scenario {

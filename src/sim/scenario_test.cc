@@ -49,19 +49,39 @@ TEST(SimScenario, without_dcqcn_the_queue_holds_the_windows) {
 
 TEST(SimScenario, incast_pfc_pauses_and_drops_nothing) {
   const Summary s = run_builtin("incast-pfc");
-  EXPECT_EQ(s.flows_completed, 16u);
+  EXPECT_EQ(s.flows_completed, 32u);
   EXPECT_EQ(s.flows_failed, 0u);
   EXPECT_EQ(s.drops, 0u);
   EXPECT_GT(s.pfc_pause_frames, 0u);
+  EXPECT_EQ(s.pfc_pause_frames_by_priority.size(), 1u);  // the one priority in use
+  EXPECT_EQ(s.nic_pause_frames, 0u);  // the receiver's NIC keeps up
   EXPECT_EQ(s.retransmitted_packets, 0u);
-  // 16 MB through one 100 Gb/s port take 1.3 ms: every flow about 16 times its ideal.
-  EXPECT_LT(s.sim_time_ns, 1'500'000u);
-  EXPECT_GT(s.fct_slowdown.at("64KiB-1MiB").p50, 8.0);
+  // 32 MB through one 100 Gb/s port take 2.6 ms: every flow about 32 times its ideal.
+  EXPECT_LT(s.sim_time_ns, 2'800'000u);
+  EXPECT_GT(s.fct_slowdown.at("64KiB-1MiB").p50, 20.0);
+}
+
+// The receiver's NIC moves data to memory at 25 Gb/s only (its receive buffer, NicRxParams):
+// it pauses the switch, which pauses the senders in turn. Nothing is dropped; the incast
+// takes the NIC's time (8 MB at 25 Gb/s: 2.7 ms).
+TEST(SimScenario, a_slow_receiving_nic_pauses_its_switch) {
+  const std::string j = R"({"topology": {"type": "star", "hosts": 9},
+    "switch": {"ecn": {"enabled": false}, "pfc": {"enabled": true}},
+    "nic": {"cc": false, "rx": {"rate_gbps": 25, "buffer_bytes": 262144, "xoff": 65536,
+            "xon": 32768, "pause_quanta": 4096}},
+    "flows": [{"src": [0, 7], "dst": 8, "bytes": 1000000}]})";
+  const Summary s = Simulator(parse_scenario(j)).run();
+  EXPECT_EQ(s.flows_completed, 8u);
+  EXPECT_EQ(s.drops, 0u);
+  EXPECT_EQ(s.retransmitted_packets, 0u);
+  EXPECT_GT(s.nic_pause_frames, 0u);
+  EXPECT_GT(s.pfc_pause_frames, s.nic_pause_frames);  // the switch paused the senders too
+  EXPECT_GT(s.sim_time_ns, 2'500'000u);
 }
 
 TEST(SimScenario, incast_nopfc_drops_and_go_back_n_completes_every_flow) {
   const Summary s = run_builtin("incast-nopfc");
-  EXPECT_EQ(s.flows_completed, 16u);
+  EXPECT_EQ(s.flows_completed, 32u);
   EXPECT_EQ(s.flows_failed, 0u);
   EXPECT_GT(s.drops, 0u);
   EXPECT_EQ(s.pfc_pause_frames, 0u);

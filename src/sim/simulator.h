@@ -48,6 +48,10 @@ struct Summary {
   uint64_t flows_total = 0, flows_completed = 0, flows_failed = 0;
   uint64_t drops = 0, pfc_pause_frames = 0, cnps_sent = 0, ecn_marked = 0;
   uint64_t watchdog_storms = 0, watchdog_drops = 0, pauses_ignored = 0;
+  // PAUSE frames (XOFF, refreshes included) sent by NICs, per priority (all senders), XON
+  // frames, and PAUSEs that ran out without an XON.
+  uint64_t nic_pause_frames = 0, pfc_resume_frames = 0, pfc_pauses_expired = 0;
+  std::map<int, uint64_t> pfc_pause_frames_by_priority;  // priorities with any
   std::vector<std::string> dcbx_mismatches;  // one line per disagreement, at start
   std::map<int, double> ets_shares;  // traffic class -> share of the bottleneck's bytes
   uint64_t retransmitted_packets = 0, ack_timeouts = 0;

@@ -100,6 +100,10 @@ void Simulator::summarise_fabric(Summary& s) const {
   }
   s.drops = net_.drops();
   s.pfc_pause_frames = net_.pause_frames();
+  s.nic_pause_frames = net_.nic_pause_frames();
+  const auto by_prio = net_.pause_frames_by_prio();
+  for (int q = 0; q < kPriorities; ++q)
+    if (by_prio[q] > 0) s.pfc_pause_frames_by_priority[q] = by_prio[q];
   s.ecn_marked = net_.marked();
   s.watchdog_storms = net_.storms();
   s.dcbx_mismatches = net_.dcbx_check();
@@ -109,6 +113,8 @@ void Simulator::summarise_fabric(Summary& s) const {
     const Port& p = net_.port(i);
     s.watchdog_drops += p.storm_drops;
     s.pauses_ignored += p.pauses_ignored;  // a NIC's, or a switch's
+    s.pfc_pauses_expired += p.pauses_expired;
+    for (uint64_t n : p.resumes_by_prio) s.pfc_resume_frames += n;
     if (!net_.is_switch(p.node)) continue;
     s.queue_max_bytes = std::max(s.queue_max_bytes, p.queue_max);
     if (p.queue_samples > 0 && p.queue_sum >= busiest) {
@@ -150,6 +156,11 @@ std::string summary_json(const Summary& s, bool with_wall) {
   j["flows_failed"] = s.flows_failed;
   j["drops"] = s.drops;
   j["pfc_pause_frames"] = s.pfc_pause_frames;
+  auto& pp = j["pfc_pause_frames_by_priority"] = nlohmann::ordered_json::object();
+  for (const auto& [prio, n] : s.pfc_pause_frames_by_priority) pp[std::to_string(prio)] = n;
+  j["nic_pause_frames"] = s.nic_pause_frames;
+  j["pfc_resume_frames"] = s.pfc_resume_frames;
+  j["pfc_pauses_expired"] = s.pfc_pauses_expired;
   j["cnps_sent"] = s.cnps_sent;
   j["ecn_marked"] = s.ecn_marked;
   j["retransmitted_packets"] = s.retransmitted_packets;

@@ -11,7 +11,7 @@ using namespace engine;
 void Simulator::build_topology() {
   const uint32_t n = sc_.host_count();
   for (uint32_t i = 0; i < n; ++i)
-    host_node_.push_back(net_.add_host(ipv4_of_host(i), sc_.nic.qos));
+    host_node_.push_back(net_.add_host(ipv4_of_host(i), sc_.nic.qos, sc_.nic.rx));
   if (sc_.topology == "ring") return build_ring();
   if (sc_.topology == "clos") return build_clos();
   if (sc_.topology == "dumbbell") {

@@ -48,11 +48,11 @@ simdir=$(mktemp -d)
 "$vrnic" sim run incast-pfc --seed 5 --out "$simdir" >/dev/null
 check "sim run: exit status" 0 $?
 out=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["scenario"], s["seed"], s["flows_completed"], s["drops"], s["pfc_pause_frames"] > 0)' "$simdir/summary.json")
-check "sim run: summary.json" "incast-pfc 5 16 0 True" "$out"
+check "sim run: summary.json" "incast-pfc 5 32 0 True" "$out"
 # fct.csv: a row per flow, each completed with a slowdown; queues.csv: the receiver's port
 # held bytes at some sample.
 out=$(python3 -c 'import csv,sys; f=list(csv.DictReader(open(sys.argv[1]))); q=list(csv.DictReader(open(sys.argv[2]))); print(len(f), all(float(r["slowdown"]) >= 1 for r in f), max(int(r["bytes"]) for r in q) > 0)' "$simdir/fct.csv" "$simdir/queues.csv")
-check "sim run: fct.csv and queues.csv" "16 True True" "$out"
+check "sim run: fct.csv and queues.csv" "32 True True" "$out"
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   out=$(ls "$simdir" | grep -c '\.png$')
   check "sim run: plots" 2 "$out"
