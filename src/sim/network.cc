@@ -177,6 +177,7 @@ void Network::try_send(uint32_t port) {
   out.queue_bytes -= p.wire_bytes();
   const Node& n = nodes_[out.node];
   if (n.is_switch) leave_switch(out, n, p);
+  if (!n.is_switch && tap_) tap_->data_frame(out.node, p);
   const uint64_t now = clock_.now_ns();
   if (now >= stats_from_) out.tc_bytes[qos.prio_to_tc[prio]] += p.wire_bytes();
   const uint64_t ser = serialize_ns(p.wire_bytes(), out.rate_bps);

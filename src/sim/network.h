@@ -129,6 +129,15 @@ class HostSink {
   virtual void deliver(uint32_t node, Packet&& p) = 0;
 };
 
+// Sees the frames of the hosts' NICs, for per-host captures: each data frame a NIC starts to
+// send or has received whole, and each PFC frame it sends or receives.
+class FrameTap {
+ public:
+  virtual ~FrameTap() = default;
+  virtual void data_frame(uint32_t node, const Packet& p) = 0;
+  virtual void pfc_frame(uint32_t node, bool sent, uint8_t prio, uint16_t quanta) = 0;
+};
+
 class Network {
  public:
   Network(EventQueue& events, SimClock& clock, uint64_t seed)
@@ -147,6 +156,7 @@ class Network {
   // DCBX at start: each link whose ends' settings disagree, one line per difference.
   std::vector<std::string> dcbx_check() const;
   void set_sink(HostSink* sink) { sink_ = sink; }
+  void set_tap(FrameTap* tap) { tap_ = tap; }
   void set_stats_from(uint64_t t) { stats_from_ = t; }
 
   // A packet into a port's egress queue (a host's NIC, or a switch after routing).
@@ -210,6 +220,7 @@ class Network {
   SimClock& clock_;
   Rng rng_;
   HostSink* sink_ = nullptr;
+  FrameTap* tap_ = nullptr;
   std::vector<Node> nodes_;
   std::unordered_map<uint32_t, uint32_t> host_by_ipv4_;
   std::vector<Port> ports_;

@@ -10,6 +10,7 @@ void Network::host_receive(uint32_t port, Packet&& p) {
   Port& in = ports_[port];
   const uint32_t node = in.node;
   const NicRxParams& nic = nodes_[node].nic;
+  if (tap_) tap_->data_frame(node, p);
   if (nic.rate_bps <= 0) {
     if (sink_) sink_->deliver(node, std::move(p));
     return;

@@ -63,6 +63,7 @@ void Network::send_pfc(uint32_t port, uint8_t prio, bool pause) {
   } else {
     ++in.resumes_by_prio[prio];
   }
+  if (tap_ && !n.is_switch) tap_->pfc_frame(in.node, true, prio, quanta);
   const uint64_t now = clock_.now_ns();
   ev_.push(now + serialize_ns(kPauseFrameBytes, in.rate_bps) + in.delay_ns, EventKind::kPause,
            in.peer, prio, quanta);
@@ -82,6 +83,7 @@ void Network::on_refresh(uint32_t port, uint8_t prio, uint64_t gen) {
 // its quanta (a refresh extends it); an XON (0 quanta) releases it at once.
 void Network::on_pause(uint32_t port, uint8_t prio, uint16_t quanta) {
   Port& out = ports_[port];
+  if (tap_ && !nodes_[out.node].is_switch) tap_->pfc_frame(out.node, false, prio, quanta);
   if (!qos_of(out.node).pfc_on(prio)) {
     if (quanta != 0) ++out.pauses_ignored;
     return;

@@ -222,6 +222,11 @@ void Simulator::sample_queues() {
   }
 }
 
+void Simulator::capture(const std::string& dir, const std::vector<uint32_t>& hosts) {
+  captures_ = std::make_unique<HostCaptures>(clock_, dir, hosts, host_node_, net_);
+  net_.set_tap(captures_.get());
+}
+
 Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) {
   const auto wall0 = std::chrono::steady_clock::now();  // wall_s only
   uint64_t events = 0;
@@ -256,6 +261,8 @@ Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) 
   }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  net_.set_tap(nullptr);
+  captures_.reset();  // the files complete
   return summarise(events, wall);
 }
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/capture.h"
 #include "sim/event_queue.h"
 #include "sim/host.h"
 #include "sim/network.h"
@@ -94,6 +95,10 @@ class Simulator : private HostSink {
   Summary run(const std::function<void(uint64_t, uint64_t)>& progress = {});
   // Samples the switch queues every `sample_ns` during run() (events not counted).
   void record_series(uint64_t sample_ns) { sample_ns_ = sample_ns; }
+  // Writes DIR/host-<i>.pcap for each of `hosts` during run() (capture.h); throws
+  // std::runtime_error if a file cannot be created.
+  void capture(const std::string& dir, const std::vector<uint32_t>& hosts);
+  uint32_t host_count() const { return static_cast<uint32_t>(hosts_.size()); }
 
  private:
   struct Flow {
@@ -141,6 +146,7 @@ class Simulator : private HostSink {
   uint64_t sample_ns_ = 0;  // 0: no time series
   std::vector<QueueSample> queue_series_;
   std::vector<bool> sampled_;  // per port: its last sample was not empty
+  std::unique_ptr<HostCaptures> captures_;
   void sample_queues();
 };
 

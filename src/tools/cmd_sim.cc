@@ -54,6 +54,19 @@ void print_summary(const sim::Summary& s) {
   }
 }
 
+// One line on stderr, redrawn: how much of the scenario's duration is simulated (a run may
+// end sooner, when every flow has), the events so far and their rate.
+void progress_bar(uint64_t now, uint64_t duration, uint64_t events,
+                  std::chrono::duration<double> wall) {
+  constexpr int kWidth = 30;
+  const double done = duration > 0 ? std::min(1.0, double(now) / double(duration)) : 0.0;
+  const int filled = static_cast<int>(done * kWidth);
+  std::fprintf(stderr, "\r[%.*s%*s] %5.1f%% %.3f of %.3f ms simulated, %llu events, %.2f M/s ",
+               filled, "##############################", kWidth - filled, "", done * 100,
+               now / 1e6, duration / 1e6, (unsigned long long)events,
+               wall.count() > 0 ? events / wall.count() / 1e6 : 0.0);
+}
+
 // The PNGs, by vrnic-sim-plots.py beside this executable (matplotlib); a run without them
 // says why and still succeeds.
 void make_plots(const std::string& dir) {
@@ -88,13 +101,15 @@ int cmd_sim(const SimOptions& o) {
     if (o.seed_set) sc.seed = o.seed;
     if (sc.name.empty()) sc.name = std::filesystem::path(o.scenario).stem().string();
     sim::Simulator simulator(sc);
-    if (!o.out.empty()) simulator.record_series(std::max<uint64_t>(1000, sc.duration_ns / 1000));
+    if (!o.out.empty()) {
+      simulator.record_series(std::max<uint64_t>(1000, sc.duration_ns / 1000));
+      std::filesystem::create_directories(o.out);
+    }
+    if (!o.pcap.empty())
+      simulator.capture(o.out, sim::parse_host_list(o.pcap, simulator.host_count()));
     const auto t0 = std::chrono::steady_clock::now();  // the progress line's events/s only
     const sim::Summary s = simulator.run([&](uint64_t now, uint64_t events) {
-      const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
-      std::fprintf(stderr, "\r%.3f ms simulated, %llu events, %.0f events/s ", now / 1e6,
-                   (unsigned long long)events,
-                   wall.count() > 0 ? events / wall.count() : 0.0);
+      progress_bar(now, sc.duration_ns, events, std::chrono::steady_clock::now() - t0);
     });
     if (s.events >= (1u << 20)) std::fprintf(stderr, "\n");
     print_summary(s);

@@ -30,6 +30,7 @@ struct SimOptions {
   uint64_t seed = 0;
   bool seed_set = false;  // --seed given: it replaces the scenario's
   std::string out;        // directory for summary.json ("" = none)
+  std::string pcap;       // hosts to capture into DIR/host-<i>.pcap: "all" or "0,3,5-7"
 };
 int cmd_sim(const SimOptions& o);
 

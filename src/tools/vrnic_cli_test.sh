@@ -45,7 +45,7 @@ out=$("$vrnic" sim list | cut -d' ' -f1 | tr '\n' ' ')
 check "sim list: the built-in scenarios" "dcbx-mismatch dcqcn-fairness ets fat-tree-websearch-30 fat-tree-websearch-50 incast-nopfc incast-pfc pfc-deadlock seed000-atomic-replay " "$out"
 
 simdir=$(mktemp -d)
-"$vrnic" sim run incast-pfc --seed 5 --out "$simdir" >/dev/null
+"$vrnic" sim run incast-pfc --seed 5 --out "$simdir" --pcap 0,32 >/dev/null
 check "sim run: exit status" 0 $?
 out=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["scenario"], s["seed"], s["flows_completed"], s["drops"], s["pfc_pause_frames"] > 0)' "$simdir/summary.json")
 check "sim run: summary.json" "incast-pfc 5 32 0 True" "$out"
@@ -57,6 +57,19 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   out=$(ls "$simdir" | grep -c '\.png$')
   check "sim run: plots" 2 "$out"
 fi
+# The captures: the receiver's every RoCEv2 frame with a correct ICRC (the live captures'
+# checker), the first sender's PAUSE frames as Wireshark decodes them.
+out=$(ls "$simdir" | grep '\.pcap$' | tr '\n' ' ')
+check "sim run --pcap: one file per host asked for" "host-0.pcap host-32.pcap " "$out"
+out=$("$(dirname "$vrnic")/vrnic_pcap_check" "$simdir/host-32.pcap" | head -1)
+check "sim run --pcap: the receiver's frames" "frames 8352, bad 0" "$out"
+if command -v tshark >/dev/null; then
+  out=$(tshark -r "$simdir/host-0.pcap" 2>/dev/null | grep -c 'Class Based Flow Control')
+  [ "$out" -gt 0 ] && out=yes
+  check "sim run --pcap: PFC frames decoded by tshark" yes "$out"
+fi
+"$vrnic" sim run incast-pfc --pcap 0 >/dev/null 2>&1
+check "sim run --pcap without --out: refused" 107 $?
 rm -rf "$simdir"
 
 "$vrnic" sim run /nonexistent.json 2>/dev/null

@@ -72,7 +72,10 @@ int main(int argc, char** argv) {
   sim_run->add_option("scenario", sim.scenario, "built-in name or JSON file")->required();
   auto* seed_opt = sim_run->add_option("--seed", sim.seed,
                                        "random seed (RED marking); default: the scenario's");
-  sim_run->add_option("--out", sim.out, "write DIR/summary.json");
+  auto* out_opt = sim_run->add_option("--out", sim.out, "write DIR/summary.json");
+  sim_run->add_option("--pcap", sim.pcap,
+                      "capture hosts (all, or e.g. 0,3,5-7) into DIR/host-<i>.pcap")
+      ->needs(out_opt);
 
   app.add_subcommand("demo", "run Debian's perftest and ibverbs-utils on vrnic (--help: its options)");
 

@@ -1,4 +1,4 @@
-// PcapWriter: classic pcap (microsecond timestamps), one record per Ethernet frame.
+// PcapWriter: classic pcap (microsecond timestamps, wire/pcap.h), one record per Ethernet frame.
 #include "transport/udp/pcap_writer.h"
 
 #include <unistd.h>
@@ -7,28 +7,9 @@
 #include <ctime>
 
 #include "wire/frame.h"
+#include "wire/pcap.h"
 
 namespace vrnic::transport {
-namespace {
-
-constexpr uint32_t kPcapMagic = 0xa1b2c3d4;  // microsecond resolution, host byte order
-constexpr uint32_t kLinkTypeEthernet = 1;
-constexpr uint32_t kSnapLen = 262144;
-
-struct GlobalHeader {
-  uint32_t magic = kPcapMagic;
-  uint16_t version_major = 2, version_minor = 4;
-  int32_t thiszone = 0;
-  uint32_t sigfigs = 0;
-  uint32_t snaplen = kSnapLen;
-  uint32_t network = kLinkTypeEthernet;
-};
-
-struct RecordHeader {
-  uint32_t ts_sec, ts_usec, incl_len, orig_len;
-};
-
-}  // namespace
 
 std::string expand_pid(const std::string& path_template) {
   std::string out;
@@ -50,8 +31,8 @@ std::unique_ptr<PcapWriter> PcapWriter::open(const std::string& path_template, i
     err = errno;
     return nullptr;
   }
-  GlobalHeader h;
-  if (std::fwrite(&h, sizeof h, 1, f) != 1) {
+  const std::vector<uint8_t> h = wire::pcap_header(false);
+  if (std::fwrite(h.data(), 1, h.size(), f) != h.size()) {
     err = errno ? errno : EIO;
     std::fclose(f);
     return nullptr;
@@ -74,15 +55,12 @@ void PcapWriter::write_packet(const wire::IpUdpInfo& ip, uint8_t tos,
 void PcapWriter::write_frame(std::span<const uint8_t> frame) {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  RecordHeader r;
-  r.ts_sec = static_cast<uint32_t>(ts.tv_sec);
-  r.ts_usec = static_cast<uint32_t>(ts.tv_nsec / 1000);
-  r.orig_len = static_cast<uint32_t>(frame.size());
-  r.incl_len = r.orig_len < kSnapLen ? r.orig_len : kSnapLen;
+  std::vector<uint8_t> rec;
+  wire::append_pcap_record(rec, static_cast<uint32_t>(ts.tv_sec),
+                           static_cast<uint32_t>(ts.tv_nsec / 1000), frame);
   std::lock_guard<std::mutex> g(mu_);
   if (!file_) return;
-  std::fwrite(&r, sizeof r, 1, file_);
-  std::fwrite(frame.data(), 1, r.incl_len, file_);
+  std::fwrite(rec.data(), 1, rec.size(), file_);
   ++frames_;
 }
 
