@@ -40,6 +40,10 @@ struct DeviceConfig {
   // Bytes a requester QP keeps in flight (requester.h send_window): what a peer's receive
   // buffer is expected to absorb in one burst.
   uint32_t send_window_bytes = 256 * 1024;
+  // The token bucket UD and UC packets leave through (ud.h): bytes per microsecond on
+  // average (bursts of kPaceBurstBytes); 0: none, for a link that serialises itself and a
+  // receiver that keeps up (the simulator's NICs).
+  uint64_t unreliable_pace_bytes_per_us = 1000;
   // Congestion control: ECT(0) on data packets, CNPs for CE-marked ones, DCQCN per QP.
   DcqcnParams cc;
 };

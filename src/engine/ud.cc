@@ -158,10 +158,12 @@ void send_queue_error(Core& c, Qp& qp, WcStatus st) {
 // (req.rnr_deadline serves UD / UC as the pacing timer: the device wakes the QP through
 // the same timer path) and returns false.
 bool pace(Core& c, Qp& qp, uint64_t bytes) {
+  const uint64_t rate = c.config.unreliable_pace_bytes_per_us;
+  if (rate == 0) return true;
   UdTables& u = c.ud;
   const uint64_t now = c.now();
   if (now > u.pace_last_ns) {
-    const uint64_t add = (now - u.pace_last_ns) * kPaceBytesPerUs / 1000;
+    const uint64_t add = (now - u.pace_last_ns) * rate / 1000;
     u.pace_tokens = u.pace_tokens + add > kPaceBurstBytes ? kPaceBurstBytes : u.pace_tokens + add;
   }
   u.pace_last_ns = now;
@@ -169,7 +171,7 @@ bool pace(Core& c, Qp& qp, uint64_t bytes) {
     u.pace_tokens -= bytes;
     return true;
   }
-  uint64_t wait = (bytes - u.pace_tokens) * 1000 / kPaceBytesPerUs;
+  uint64_t wait = (bytes - u.pace_tokens) * 1000 / rate;
   qp.req.rnr_deadline = now + (wait < 10000 ? 10000 : wait);
   c.note_deadline(qp.req.rnr_deadline);
   return false;

@@ -40,7 +40,8 @@ bool is_multicast(const Gid& g);
 // Pacing of unreliable traffic. Nothing tells a UD / UC sender that the receiver's socket
 // buffer overflowed (RoCE relies on a lossless fabric; a UDP receive queue is not one), so
 // the device sends UD and UC packets through a token bucket: bursts up to kPaceBurstBytes,
-// kPaceBytesPerUs on average (about 1 GB/s, below what one receiving vrnic process drains).
+// kPaceBytesPerUs on average (about 1 GB/s, below what one receiving vrnic process drains;
+// DeviceConfig::unreliable_pace_bytes_per_us, whose default this is).
 inline constexpr uint64_t kPaceBytesPerUs = 1000;
 inline constexpr uint64_t kPaceBurstBytes = 2u << 20;
 

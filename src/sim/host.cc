@@ -19,13 +19,13 @@ Gid gid_of_ipv4(uint32_t ipv4) {
 
 Host::Host(Network& net, Clock& clock, uint32_t port, uint32_t ipv4, const DeviceConfig& cfg,
            uint32_t cq_entries)
-    : net_(net), clock_(clock), port_(port), src_(kChunkBytes, 0x5a), dst_(16 * kChunkBytes, 0) {
+    : net_(net), clock_(clock), port_(port), ipv4_(ipv4), src_(kChunkBytes, 0x5a), dst_(16 * kChunkBytes, 0) {
   DeviceConfig c = cfg;
   c.gid = gid_of_ipv4(ipv4);
   dev_ = std::make_unique<Device>(c, *this, clock, *this, *this);
   pd_ = dev_->alloc_pd();
   cq_ = dev_->create_cq(cq_entries, nullptr);
-  const uint32_t access = kLocalWrite | kRemoteWrite | kRemoteAtomic;
+  const uint32_t access = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
   if (!pd_ || !cq_ ||
       dev_->reg_mr(pd_, src_.data(), src_.size(), reinterpret_cast<uint64_t>(src_.data()),
                    access, src_mr_) != 0 ||
@@ -95,55 +95,105 @@ int Host::post_faa(Qp* qp, const Host& peer, uint64_t wr_id, uint64_t add) {
   return dev_->post_send(qp, &wr, 1, nullptr);
 }
 
-Qp* Host::create_qp(uint32_t send_wqes) {
+Qp* Host::create_qp(QpType type, uint32_t send_wqes, uint32_t recv_wqes) {
   QpInitAttr init;
+  init.type = type;
   init.pd = pd_;
   init.send_cq = init.recv_cq = cq_;
-  init.cap = {send_wqes, 1, 1, 1, 0};
+  init.cap = {send_wqes, recv_wqes, 1, 1, 0};
   Errno err = 0;
   Qp* qp = dev_->create_qp(init, err);
   if (!qp) throw std::runtime_error("sim: create_qp failed, errno " + std::to_string(err));
   return qp;
 }
 
-int Host::connect(Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, const PathParams& path) {
-  const uint32_t mtu = path.mtu;
+namespace {
+
+uint8_t mtu_enum(uint32_t mtu) {  // IBV_MTU_256 .. IBV_MTU_4096
+  return static_cast<uint8_t>(mtu == 256 ? 1 : mtu == 512 ? 2 : mtu == 1024 ? 3
+                              : mtu == 2048 ? 4 : 5);
+}
+
+}  // namespace
+
+int Host::connect(Qp* qp, QpType type, uint32_t peer_qpn, uint32_t peer_ipv4,
+                  const PathParams& path) {
+  const bool rc = type == QpType::kRc, ud = type == QpType::kUd;
   QpAttr a;
   a.qp_state = QpState::kInit;
   a.port_num = 1;
-  a.qp_access_flags = kRemoteWrite | kRemoteAtomic;
-  if (int e = dev_->modify_qp(qp, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags))
+  a.qkey = kUdQkey;
+  a.qp_access_flags = rc ? kRemoteWrite | kRemoteRead | kRemoteAtomic : kRemoteWrite;
+  if (int e = dev_->modify_qp(qp, a, kAttrState | kAttrPkeyIndex | kAttrPort |
+                                         (ud ? kAttrQkey : kAttrAccessFlags)))
     return e;
   a.qp_state = QpState::kRtr;
-  a.path_mtu = static_cast<uint8_t>(mtu == 256 ? 1 : mtu == 512 ? 2 : mtu == 1024 ? 3
-                                    : mtu == 2048 ? 4 : 5);  // IBV_MTU_256 .. IBV_MTU_4096
+  a.path_mtu = mtu_enum(path.mtu);
   a.dest_qp_num = peer_qpn;
   a.ah.dgid = gid_of_ipv4(peer_ipv4);
   a.ah.traffic_class = path.traffic_class;
-  a.max_dest_rd_atomic = 1;
-  if (int e = dev_->modify_qp(qp, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
-                                         kAttrRqPsn | kAttrMaxDestRdAtomic | kAttrMinRnrTimer))
-    return e;
+  a.max_dest_rd_atomic = 16;
+  const uint32_t rtr = ud   ? kAttrState
+                       : rc ? kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                                  kAttrMaxDestRdAtomic | kAttrMinRnrTimer
+                            : kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn;
+  if (int e = dev_->modify_qp(qp, a, rtr)) return e;
   a.qp_state = QpState::kRts;
   a.timeout = path.ack_timeout;
   a.retry_cnt = 7;
   a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  return dev_->modify_qp(qp, a, kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
-                                    kAttrRnrRetry | kAttrMaxQpRdAtomic);
+  a.max_rd_atomic = 16;
+  return dev_->modify_qp(qp, a, rc ? kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
+                                         kAttrRnrRetry | kAttrMaxQpRdAtomic
+                                   : kAttrState | kAttrSqPsn);
 }
 
-int Host::post_write(Qp* qp, const Host& peer, uint64_t wr_id, uint32_t bytes, uint32_t slot) {
+Ah* Host::ah_for(uint32_t ipv4, uint8_t traffic_class) {
+  Ah*& ah = ahs_[uint64_t{ipv4} << 8 | traffic_class];
+  if (ah == nullptr) {
+    AddressVector av;
+    av.dgid = gid_of_ipv4(ipv4);
+    av.traffic_class = traffic_class;
+    Errno err = 0;
+    ah = dev_->create_ah(pd_, av, err);
+    if (!ah) throw std::runtime_error("sim: create_ah failed, errno " + std::to_string(err));
+  }
+  return ah;
+}
+
+int Host::post(Qp* qp, QpType type, Verb verb, const Host& peer, uint32_t peer_qpn,
+               uint64_t wr_id, uint32_t bytes, uint32_t slot, bool imm, const PathParams& path) {
   Sge s{reinterpret_cast<uint64_t>(src_.data()), bytes, src_mr_.lkey};
   SendWr wr;
   wr.wr_id = wr_id;
-  wr.opcode = WrOpcode::kRdmaWrite;
   wr.sg_list = &s;
   wr.num_sge = 1;
   wr.send_flags = kSendSignaled;
   wr.remote_addr = reinterpret_cast<uint64_t>(peer.dst_.data()) + (slot % 16) * kChunkBytes;
   wr.rkey = peer.dst_mr_.rkey;
+  if (verb == Verb::kWrite) {
+    wr.opcode = imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
+  } else if (verb == Verb::kRead) {
+    wr.opcode = WrOpcode::kRdmaRead;
+  } else {
+    wr.opcode = WrOpcode::kSend;
+  }
+  if (type == QpType::kUd) {
+    wr.ah = ah_for(peer.ipv4_, path.traffic_class);
+    wr.remote_qpn = peer_qpn;
+    wr.remote_qkey = kUdQkey;
+  }
   return dev_->post_send(qp, &wr, 1, nullptr);
+}
+
+int Host::post_recv(Qp* qp, uint64_t wr_id, uint32_t bytes, uint32_t slot, bool ud) {
+  Sge s{reinterpret_cast<uint64_t>(dst_.data()) + (slot % 16) * kChunkBytes,
+        bytes + (ud ? kGrhBytes : 0), dst_mr_.lkey};
+  RecvWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = &s;
+  wr.num_sge = 1;
+  return dev_->post_recv(qp, &wr, 1, nullptr);
 }
 
 }  // namespace vrnic::sim

@@ -1,21 +1,26 @@
 // A simulated host: a real engine::Device whose PacketPort is its NIC's port on a simulated
-// link, the memory it writes from and into, the verbs the simulator's flows use (one CQ, RC
-// QPs connected in place, 64 KiB RDMA WRITEs, Fetch-and-Add), and the NIC's PCIe timing:
-// what the engine sends waits in the NIC for the time the simulator computes (hold()).
+// link, the memory it sends from and receives into, the verbs the simulator's flows use (one
+// CQ; RC, UC and UD QPs connected in place; WRITE, READ, SEND and RECV of up to 64 KiB,
+// Fetch-and-Add), and the NIC's PCIe timing: what the engine sends waits in the NIC for the
+// time the simulator computes (hold()).
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "engine/device.h"
 #include "sim/event_queue.h"
 #include "sim/network.h"
+#include "sim/traffic.h"
 
 namespace vrnic::sim {
 
-inline constexpr uint32_t kChunkBytes = 64 * 1024;  // one RDMA WRITE of a flow at most
+inline constexpr uint32_t kChunkBytes = 64 * 1024;  // one message of a flow at most
+inline constexpr uint32_t kUdQkey = 0x11111111;
+inline constexpr uint32_t kGrhBytes = 40;  // ahead of a UD message in its receive buffer
 
 engine::Gid gid_of_ipv4(uint32_t ipv4);
 
@@ -40,12 +45,19 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   // HostMemory: only pinned regions here, never asked; every page is present.
   bool pages_present(const uint8_t*, uint64_t, bool) override { return true; }
 
-  // An RC QP in RESET (allocated, not connected); its QPN is dev().qp_num(qp).
-  engine::Qp* create_qp(uint32_t send_wqes);
-  // Moves `qp` through INIT, RTR and RTS toward `peer_qpn` at `peer_ipv4`. Returns 0 or errno.
-  int connect(engine::Qp* qp, uint32_t peer_qpn, uint32_t peer_ipv4, const PathParams& path);
-  // Posts one signaled RDMA WRITE of `bytes` (<= kChunkBytes) into `peer`'s memory.
-  int post_write(engine::Qp* qp, const Host& peer, uint64_t wr_id, uint32_t bytes, uint32_t slot);
+  // A QP of `type` in RESET (allocated, not connected); its QPN is dev().qp_num(qp).
+  engine::Qp* create_qp(engine::QpType type, uint32_t send_wqes, uint32_t recv_wqes);
+  // Moves `qp` through INIT, RTR and RTS toward `peer_qpn` at `peer_ipv4` (UD: the peer is
+  // named per message). Returns 0 or errno.
+  int connect(engine::Qp* qp, engine::QpType type, uint32_t peer_qpn, uint32_t peer_ipv4,
+              const PathParams& path);
+  // Posts one signaled message of `bytes` (<= kChunkBytes): WRITE into `peer`'s memory
+  // (WRITE with immediate if `imm`), READ from it, or SEND (UD: to `peer_qpn` at the peer);
+  // `slot` picks the 64 KiB of peer memory. Returns 0 or errno.
+  int post(engine::Qp* qp, engine::QpType type, Verb verb, const Host& peer, uint32_t peer_qpn,
+           uint64_t wr_id, uint32_t bytes, uint32_t slot, bool imm, const PathParams& path);
+  // Posts a RECV of `bytes` (plus the GRH on UD) into slot `slot` of this host's memory.
+  int post_recv(engine::Qp* qp, uint64_t wr_id, uint32_t bytes, uint32_t slot, bool ud);
   // Posts one signaled Fetch-and-Add of `add` on `peer`'s atomic word; the original value
   // lands in fetched().
   int post_faa(engine::Qp* qp, const Host& peer, uint64_t wr_id, uint64_t add);
@@ -71,6 +83,7 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   Network& net_;
   engine::Clock& clock_;
   uint32_t port_;
+  uint32_t ipv4_;
   EventQueue* ev_ = nullptr;  // null: no NIC timing, packets go out at once
   uint32_t index_ = 0;
   std::vector<Packet> pending_;  // sent by the engine call under way
@@ -81,6 +94,8 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   engine::Cq* cq_ = nullptr;
   std::vector<uint8_t> src_, dst_;  // what flows write from; where peers write into
   engine::MrInfo src_mr_, dst_mr_;
+  std::unordered_map<uint64_t, engine::Ah*> ahs_;  // UD: by peer IPv4 << 8 | traffic class
+  engine::Ah* ah_for(uint32_t ipv4, uint8_t traffic_class);
 };
 
 }  // namespace vrnic::sim

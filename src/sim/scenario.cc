@@ -208,6 +208,34 @@ uint64_t hex_or_number(const json& f, const char* key) {
   return out;
 }
 
+// A flow's "verb" (write, read, send, faa) and "transport" (rc, uc, ud): READ and atomics
+// need RC, UD carries SENDs only.
+void parse_verb(const json& f, FlowSpec& spec) {
+  std::string verb = "write", transport = "rc";
+  get(f, "verb", verb);
+  get(f, "transport", transport);
+  if (verb == "write") spec.verb = Verb::kWrite;
+  else if (verb == "read") spec.verb = Verb::kRead;
+  else if (verb == "send") spec.verb = Verb::kSend;
+  else if (verb == "faa") spec.verb = Verb::kFaa;
+  else throw std::runtime_error("scenario: a flow's verb is \"write\", \"read\", \"send\" or \"faa\"");
+  if (transport == "rc") spec.transport = Transport::kRc;
+  else if (transport == "uc") spec.transport = Transport::kUc;
+  else if (transport == "ud") spec.transport = Transport::kUd;
+  else throw std::runtime_error("scenario: a flow's transport is \"rc\", \"uc\" or \"ud\"");
+  if ((spec.verb == Verb::kRead || spec.verb == Verb::kFaa) && spec.transport != Transport::kRc)
+    throw std::runtime_error("scenario: READ and Fetch-and-Add flows need transport \"rc\"");
+  if (spec.transport == Transport::kUd && spec.verb != Verb::kSend)
+    throw std::runtime_error("scenario: a UD flow's verb is \"send\"");
+  if (spec.verb != Verb::kFaa) return;
+  if (f.contains("bytes") && f["bytes"] != 8)
+    throw std::runtime_error("scenario: an faa flow moves 8 bytes");
+  spec.bytes = 8;
+  spec.add = hex_or_number(f, "add");
+  spec.set_initial = f.contains("initial");
+  if (spec.set_initial) spec.initial = hex_or_number(f, "initial");
+}
+
 // A flow entry; "src" is a host or an inclusive range [first, last] (one flow each).
 void parse_flow(const json& f, const Scenario& s, std::vector<FlowSpec>& out) {
   uint32_t first = 0, last = 0;
@@ -223,20 +251,9 @@ void parse_flow(const json& f, const Scenario& s, std::vector<FlowSpec>& out) {
   get(f, "bytes", spec.bytes);
   get(f, "start_ns", spec.start_ns);
   get(f, "dscp", spec.dscp);
-  std::string verb = "write";
-  get(f, "verb", verb);
-  if (verb != "write" && verb != "faa")
-    throw std::runtime_error("scenario: a flow's verb is \"write\" or \"faa\"");
-  spec.faa = verb == "faa";
-  if (spec.faa) {
-    spec.bytes = 8;
-    spec.add = hex_or_number(f, "add");
-    spec.set_initial = f.contains("initial");
-    if (spec.set_initial) spec.initial = hex_or_number(f, "initial");
-  }
+  parse_verb(f, spec);
   if (spec.dscp < -1 || spec.dscp > 63) throw std::runtime_error("scenario: a flow's dscp is 0..63");
   if (spec.bytes == 0) throw std::runtime_error("scenario: a flow needs \"bytes\" > 0");
-  if (spec.faa && spec.bytes != 8) throw std::runtime_error("scenario: an faa flow moves 8 bytes");
   for (uint32_t h = first; h <= last; ++h) {
     if (h >= s.host_count() || spec.dst >= s.host_count() || h == spec.dst)
       throw std::runtime_error("scenario: flow " + std::to_string(h) + " -> " +

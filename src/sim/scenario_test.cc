@@ -219,11 +219,58 @@ TEST(SimScenario, nic_model_costs_are_in_the_ideal_fct) {
   Summary s = Simulator(sc).run();
   EXPECT_EQ(s.atomic_responder_ns, (std::vector<uint64_t>{1125}));
   EXPECT_NEAR(s.fct_slowdown.at("0-64KiB").p50, 1.0, 0.02);
-  sc.flows[0].faa = false;
+  sc.flows[0].verb = Verb::kWrite;
   sc.flows[0].bytes = 1'000'000;
   s = Simulator(sc).run();
   ASSERT_EQ(s.flows_completed, 1u);
   EXPECT_NEAR(s.fct_slowdown.at("64KiB-1MiB").p50, 1.0, 0.02);
+}
+
+// Each verb over each transport that carries it, alone on the seed-000 pair with the NIC
+// model on, in three sizes: every flow completes in its ideal time (which counts the verb's
+// headers, a READ's request leg, an RC flow's last ACK, a UD flow's MTU-sized messages).
+TEST(SimScenario, every_verb_and_transport_alone_takes_its_ideal_time) {
+  const std::pair<Verb, Transport> kinds[] = {
+      {Verb::kWrite, Transport::kRc}, {Verb::kRead, Transport::kRc},
+      {Verb::kSend, Transport::kRc},  {Verb::kWrite, Transport::kUc},
+      {Verb::kSend, Transport::kUc},  {Verb::kSend, Transport::kUd}};
+  for (const auto& [verb, transport] : kinds) {
+    for (uint64_t bytes : {uint64_t{3000}, uint64_t{200'000}, uint64_t{3'000'000}}) {
+      Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+      sc.sw.drop.clear();
+      sc.flows[0].verb = verb;
+      sc.flows[0].transport = transport;
+      sc.flows[0].bytes = bytes;
+      const Summary s = Simulator(sc).run();
+      const std::string what = std::to_string(static_cast<int>(verb)) + "/" +
+                               std::to_string(static_cast<int>(transport)) + " " +
+                               std::to_string(bytes);
+      ASSERT_EQ(s.flows_completed, 1u) << what;
+      ASSERT_EQ(s.flows.size(), 1u) << what;
+      const double slowdown = double(s.flows[0].fct_ns) / double(s.flows[0].ideal_ns);
+      EXPECT_NEAR(slowdown, 1.0, 0.02) << what;
+      EXPECT_EQ(s.retransmitted_packets, 0u) << what;
+    }
+  }
+}
+
+// A UD or UC SEND lost on the way is never resent: the receiver is one RECV short and the
+// flow stays incomplete (not failed); an RC SEND flow with the same drop completes.
+TEST(SimScenario, unreliable_flows_lose_what_the_switch_drops) {
+  for (Transport t : {Transport::kUd, Transport::kUc, Transport::kRc}) {
+    Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+    sc.flows[0].verb = Verb::kSend;
+    sc.flows[0].transport = t;
+    sc.flows[0].bytes = 100'000;
+    // The third UD SEND Only (0x64), UC SEND Middle (0x21) or RC SEND Middle (0x01).
+    const uint8_t op = t == Transport::kUd ? 0x64 : t == Transport::kUc ? 0x21 : 0x01;
+    sc.sw.drop = {{op, 3}};
+    sc.duration_ns = 50'000'000;
+    const Summary s = Simulator(sc).run();
+    EXPECT_EQ(s.drops, 1u);
+    EXPECT_EQ(s.flows_failed, 0u);
+    EXPECT_EQ(s.flows_completed, t == Transport::kRc ? 1u : 0u) << static_cast<int>(t);
+  }
 }
 
 TEST(SimScenario, same_seed_same_summary) {
@@ -266,6 +313,21 @@ TEST(SimScenario, bad_files_are_refused_naming_the_field) {
             std::string::npos);
   EXPECT_NE(error(R"({"switch": {"qos": {"dscp_to_priority": {"x": 1}}}, )" + flows + "}")
                 .find("dscp_to_priority"),
+            std::string::npos);
+  auto flow = [](const std::string& fields) {
+    return R"({"flows": [{"src": 0, "dst": 1, "bytes": 1000, )" + fields + "}]}";
+  };
+  EXPECT_EQ(error(flow(R"("verb": "send", "transport": "ud")")), "accepted");
+  EXPECT_NE(error(flow(R"("verb": "put")")).find("verb is"), std::string::npos);
+  EXPECT_NE(error(flow(R"("transport": "xrc")")).find("transport is"), std::string::npos);
+  EXPECT_NE(error(flow(R"("verb": "read", "transport": "uc")")).find("need transport"),
+            std::string::npos);
+  EXPECT_NE(error(flow(R"("verb": "write", "transport": "ud")")).find("UD flow's verb"),
+            std::string::npos);
+  EXPECT_NE(error(flow(R"("verb": "faa")")).find("8 bytes"), std::string::npos);
+  EXPECT_NE(error(R"({"switch": {"pfc": {"pause_quanta": 0}}, )" + flows + "}").find("pause_quanta"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"nic": {"rx": {"xoff": 10, "xon": 20}}, )" + flows + "}").find("nic rx"),
             std::string::npos);
   EXPECT_NE(error(R"({"switch": {"watchdog": {"action": "ignore"}}, )" + flows + "}")
                 .find("watchdog action"),

@@ -12,6 +12,26 @@ using namespace engine;
 namespace {
 constexpr uint64_t kHeaderBytes = 12 + 4;  // BTH and ICRC around a data packet's payload
 constexpr uint64_t kRethBytes = 16, kAckBytes = 12 + 4 + 4;  // RETH; BTH + AETH + ICRC
+constexpr uint64_t kDethBytes = 8, kAethBytes = 4, kImmBytes = 4;
+
+struct MessageWire {
+  uint64_t first = 0, total = 0;  // the first packet's wire bytes; all of the message's
+};
+
+// The wire bytes of one message of `m` bytes in packets of `mtu`: each packet's payload,
+// BTH, ICRC and framing, and the verb's extra headers: RETH on a WRITE's (or an atomic's)
+// first packet, DETH on every UD packet, AETH on a READ response's first and last, ImmDt
+// on the last packet of a WRITE with immediate.
+MessageWire message_wire(const FlowSpec& f, uint64_t m, uint64_t mtu, bool imm) {
+  const uint64_t n = std::max<uint64_t>(1, (m + mtu - 1) / mtu);
+  const uint64_t hdr = kHeaderBytes + kFrameOverhead +
+                       (f.transport == Transport::kUd ? kDethBytes : 0);
+  MessageWire w{std::min(m, mtu) + hdr, m + n * hdr};
+  if (f.verb == Verb::kWrite || f.verb == Verb::kFaa) w.first += kRethBytes, w.total += kRethBytes;
+  if (f.verb == Verb::kRead) w.first += kAethBytes, w.total += (n == 1 ? 1 : 2) * kAethBytes;
+  if (imm) w.total += kImmBytes, w.first += n == 1 ? kImmBytes : 0;
+  return w;
+}
 }  // namespace
 
 Simulator::Simulator(const Scenario& sc) : sc_(sc), net_(ev_, clock_, sc.seed) {
@@ -34,76 +54,62 @@ void Simulator::build_flows() {
   for (uint32_t i = 0; i < sc_.flows.size(); ++i) {
     Flow f;
     f.spec = sc_.flows[i];
-    f.chunks = (f.spec.bytes + kChunkBytes - 1) / kChunkBytes;
-    f.ideal_ns = ideal_fct(f.spec);
+    if (f.spec.transport == Transport::kUd) f.msg_bytes = sc_.nic.mtu;
+    f.chunks = (f.spec.bytes + f.msg_bytes - 1) / f.msg_bytes;
+    f.ideal_ns = ideal_fct(f);
     if (f.spec.bytes >= sc_.long_flow_bytes) f.bins.assign(sc_.duration_ns / bin_ns_ + 1, 0);
     ev_.push(f.spec.start_ns + sc_.nic.processing_delay_ns, EventKind::kFlowStart, i);
     flows_.push_back(std::move(f));
   }
 }
 
-// A flow's QP pair, connected when it starts (in no virtual time) and destroyed when it ends,
-// so that each engine holds only the QPs of its flows under way.
-void Simulator::open_flow(uint32_t i) {
-  Flow& f = flows_[i];
-  Host& src = *hosts_[f.spec.src];
-  Host& dst = *hosts_[f.spec.dst];
-  f.qp = src.create_qp(sc_.nic.wqes_in_flight);
-  f.rqp = dst.create_qp(1);
-  const uint32_t sq = src.dev().qp_num(f.qp), rq = dst.dev().qp_num(f.rqp);
-  const PathParams path{sc_.nic.mtu, sc_.nic.ack_timeout,
-                        static_cast<uint8_t>(f.spec.dscp < 0 ? 0 : f.spec.dscp << 2)};
-  if (src.connect(f.qp, rq, ipv4_of_host(f.spec.dst), path) ||
-      dst.connect(f.rqp, sq, ipv4_of_host(f.spec.src), path))
-    throw std::runtime_error("sim: connecting a flow's QPs failed");
-  if (!f.bins.empty()) flow_by_rqp_[uint64_t{f.spec.dst} << 32 | rq] = i;
-  if (f.spec.set_initial) dst.set_atomic_word(f.spec.initial);
-}
-
-void Simulator::close_flow(Flow& f, bool failed) {
-  f.failed = failed;
-  f.finished = true;
-  ++finished_;
-  if (!f.bins.empty())
-    flow_by_rqp_.erase(uint64_t{f.spec.dst} << 32 | hosts_[f.spec.dst]->dev().qp_num(f.rqp));
-  hosts_[f.spec.src]->dev().destroy_qp(f.qp);
-  hosts_[f.spec.dst]->dev().destroy_qp(f.rqp);
-  f.qp = f.rqp = nullptr;
-}
-
 // What the NIC model adds to a flow on an empty network: the first post's doorbell and DMA
-// reads, and the responder's pipeline (and an atomic's read-modify-write) before the answer.
+// reads (a READ request or an atomic reads no payload), and the responder's pipeline (and an
+// atomic's read-modify-write) before the answer an RC flow waits for; a UC or UD flow ends
+// when its receiver's engine has the last packet.
 uint64_t Simulator::nic_cost(const FlowSpec& f) const {
   const NicParams& n = sc_.nic;
   if (!n.pcie) return 0;
-  return f.faa ? n.doorbell_ns + n.dma_read_ns + n.rx_pipeline_ns + n.atomic_rmw_ns
-               : n.doorbell_ns + 2 * n.dma_read_ns + n.rx_pipeline_ns;
+  if (f.verb == Verb::kFaa)
+    return n.doorbell_ns + n.dma_read_ns + n.rx_pipeline_ns + n.atomic_rmw_ns;
+  if (f.verb == Verb::kRead) return n.doorbell_ns + n.dma_read_ns + n.rx_pipeline_ns;
+  const uint64_t post = n.doorbell_ns + 2 * n.dma_read_ns;
+  return f.transport == Transport::kRc ? post + n.rx_pipeline_ns : post;
 }
 
-// The FCT on an empty network: the processing delay, the NIC model's costs, the first
-// packet's store-and-forward through every hop, the rest at the path's slowest rate, and
-// the last ACK's way back.
-uint64_t Simulator::ideal_fct(const FlowSpec& f) const {
-  const uint64_t mtu = sc_.nic.mtu;
-  uint64_t packets = 0, wire = 0;
-  for (uint64_t off = 0; off < f.bytes; off += kChunkBytes) {
-    const uint64_t chunk = std::min<uint64_t>(kChunkBytes, f.bytes - off);
-    const uint64_t n = (chunk + mtu - 1) / mtu;
-    packets += n;
-    wire += chunk + n * (kHeaderBytes + kFrameOverhead) + kRethBytes;
-  }
-  const uint64_t first = std::min(mtu, f.bytes) + kHeaderBytes + kRethBytes + kFrameOverhead;
-  double t = static_cast<double>(sc_.nic.processing_delay_ns + nic_cost(f)), min_rate = 1e30;
-  for (uint32_t p : net_.path(host_node_[f.src], host_node_[f.dst])) {
+// A packet of `wire_bytes` alone from host `from` to host `to`: store-and-forward and
+// propagation over every hop.
+uint64_t Simulator::leg_ns(uint32_t from, uint32_t to, uint64_t wire_bytes) const {
+  double t = 0;
+  for (uint32_t p : net_.path(host_node_[from], host_node_[to])) {
     const Port& port = net_.port(p);
-    t += port.delay_ns + first * 8e9 / port.rate_bps;
-    min_rate = std::min(min_rate, port.rate_bps);
+    t += port.delay_ns + wire_bytes * 8e9 / port.rate_bps;
   }
-  t += (wire - first) * 8e9 / min_rate;
-  for (uint32_t p : net_.path(host_node_[f.dst], host_node_[f.src])) {
-    const Port& port = net_.port(p);
-    t += port.delay_ns + (kAckBytes + kFrameOverhead) * 8e9 / port.rate_bps;
+  return static_cast<uint64_t>(t);
+}
+
+// The FCT on an empty network: the processing delay, the NIC model's costs, a READ's
+// request on its way, the first data packet's store-and-forward through every hop, the rest
+// at the path's slowest rate, and for an RC WRITE or SEND the last ACK's way back.
+uint64_t Simulator::ideal_fct(const Flow& f) const {
+  const FlowSpec& s = f.spec;
+  const bool read = s.verb == Verb::kRead;
+  const uint32_t from = read ? s.dst : s.src, to = read ? s.src : s.dst;
+  uint64_t wire = 0, first = 0;
+  for (uint64_t off = 0; off < s.bytes; off += f.msg_bytes) {
+    const uint64_t m = std::min<uint64_t>(f.msg_bytes, s.bytes - off);
+    const bool imm = s.transport == Transport::kUc && s.verb == Verb::kWrite && off + m >= s.bytes;
+    const MessageWire w = message_wire(s, m, sc_.nic.mtu, imm);
+    if (off == 0) first = w.first;
+    wire += w.total;
   }
+  double min_rate = 1e30;
+  for (uint32_t p : net_.path(host_node_[from], host_node_[to]))
+    min_rate = std::min(min_rate, net_.port(p).rate_bps);
+  double t = static_cast<double>(sc_.nic.processing_delay_ns + nic_cost(s));
+  if (read) t += leg_ns(s.src, s.dst, kHeaderBytes + kRethBytes + kFrameOverhead);
+  t += leg_ns(from, to, first) + (wire - first) * 8e9 / min_rate;
+  if (s.transport == Transport::kRc && !read) t += leg_ns(s.dst, s.src, kAckBytes + kFrameOverhead);
   return static_cast<uint64_t>(t);
 }
 
@@ -134,63 +140,16 @@ void Simulator::deliver(uint32_t node, Packet&& p) {
   service(h, false);
 }
 
-// Bytes of RDMA WRITE packets (opcodes 0x06..0x0B) reaching a long flow's receiver, by bin.
+// Bytes of a long flow's data packets (not ACKs, atomic ACKs or CNPs) reaching the QP they
+// are for (data_key), by bin.
 void Simulator::count_delivered(uint32_t host, const Packet& p) {
-  if (flow_by_rqp_.empty()) return;
-  if (p.bytes.size() < 12 || p.bytes[0] < 0x06 || p.bytes[0] > 0x0b) return;
+  if (flow_by_rqp_.empty() || p.bytes.size() < 12 || is_ack_or_cnp(p)) return;
   const uint32_t qpn = uint32_t{p.bytes[5]} << 16 | uint32_t{p.bytes[6]} << 8 | p.bytes[7];
   const auto it = flow_by_rqp_.find(uint64_t{host} << 32 | qpn);
   if (it == flow_by_rqp_.end()) return;
   Flow& f = flows_[it->second];
   const uint64_t bin = clock_.now_ns() / bin_ns_;
   if (bin < f.bins.size()) f.bins[bin] += p.bytes.size();
-}
-
-void Simulator::post_more(Flow& f) {
-  Host& src = *hosts_[f.spec.src];
-  const auto id = static_cast<uint64_t>(&f - flows_.data());
-  if (f.spec.faa) {
-    if (f.posted == 0 && src.post_faa(f.qp, *hosts_[f.spec.dst], id, f.spec.add) != 0)
-      return close_flow(f, true);
-    f.posted = 1;
-    return;
-  }
-  while (!f.finished && f.posted < f.chunks && f.posted - f.done < sc_.nic.wqes_in_flight) {
-    const uint64_t off = f.posted * kChunkBytes;
-    const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(kChunkBytes, f.spec.bytes - off));
-    if (src.post_write(f.qp, *hosts_[f.spec.dst], id, bytes, static_cast<uint32_t>(f.posted)))
-      return close_flow(f, true);
-    ++f.posted;
-  }
-}
-
-void Simulator::on_completion(const WorkCompletion& wc) {
-  if (wc.wr_id >= flows_.size()) return;
-  Flow& f = flows_[wc.wr_id];
-  if (f.finished) return;
-  if (wc.status != WcStatus::kSuccess) return close_flow(f, true);  // the QP is in error
-  if (++f.done == f.chunks) {
-    f.fct_ns = clock_.now_ns() - f.spec.start_ns;
-    if (f.spec.faa) record_atomic(f);
-    return close_flow(f, false);
-  }
-  post_more(f);
-  hold_posted(f);
-}
-
-// The NIC's cost of the work requests just posted: one doorbell, the WQEs read in one DMA
-// read, the payload in another (Fetch-and-Add carries none).
-void Simulator::hold_posted(Flow& f) {
-  const NicParams& n = sc_.nic;
-  hosts_[f.spec.src]->hold(n.doorbell_ns + n.dma_read_ns + (f.spec.faa ? 0 : n.dma_read_ns));
-}
-
-void Simulator::record_atomic(const Flow& f) {
-  AtomicResult r;
-  r.flow = static_cast<uint32_t>(&f - flows_.data());
-  r.fetched = hosts_[f.spec.src]->fetched();
-  r.memory = hosts_[f.spec.dst]->atomic_word();
-  atomics_.push_back(r);
 }
 
 // After the simulator touched a host's engine: its completions, then its timer re-armed.

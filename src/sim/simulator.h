@@ -103,9 +103,13 @@ class Simulator : private HostSink {
  private:
   struct Flow {
     FlowSpec spec;
-    engine::Qp* qp = nullptr;   // the sender's, while the flow is under way
-    engine::Qp* rqp = nullptr;  // the receiver's
-    uint64_t chunks = 0, posted = 0, done = 0;
+    engine::Qp* qp = nullptr;   // the sender's (a READ's requester), while under way
+    engine::Qp* rqp = nullptr;  // the receiver's (a READ's responder)
+    uint32_t sqpn = 0, rqpn = 0;
+    PathParams path;
+    uint32_t msg_bytes = kChunkBytes;  // one message (UD: one MTU)
+    uint64_t chunks = 0, posted = 0, done = 0;  // messages
+    uint64_t recv_posted = 0, recv_done = 0;
     uint64_t fct_ns = 0, ideal_ns = 0;
     bool finished = false, failed = false;
     std::vector<uint64_t> bins;  // long flows: bytes delivered per bin
@@ -115,12 +119,17 @@ class Simulator : private HostSink {
   void build_clos();
   void build_hosts();
   void build_flows();
-  uint64_t ideal_fct(const FlowSpec& f) const;
+  uint64_t ideal_fct(const Flow& f) const;
   uint64_t nic_cost(const FlowSpec& f) const;
+  uint64_t leg_ns(uint32_t from, uint32_t to, uint64_t wire_bytes) const;
   void deliver(uint32_t node, Packet&& p) override;
   void count_delivered(uint32_t host, const Packet& p);
   void open_flow(uint32_t i);
   void close_flow(Flow& f, bool failed);
+  void finish_flow(Flow& f);
+  uint64_t recvs_needed(const Flow& f) const;
+  uint64_t data_key(const Flow& f) const;
+  void post_recvs(Flow& f);
   void post_more(Flow& f);
   void hold_posted(Flow& f);
   void record_atomic(const Flow& f);
@@ -137,7 +146,8 @@ class Simulator : private HostSink {
   std::vector<std::unique_ptr<Host>> hosts_;
   std::vector<uint32_t> host_node_;   // host index -> network node
   std::map<uint32_t, uint32_t> host_of_node_;
-  std::unordered_map<uint64_t, uint32_t> flow_by_rqp_;  // long flows: host << 32 | QPN -> flow
+  // Long flows: where their data arrives (host << 32 | QPN, data_key) -> flow.
+  std::unordered_map<uint64_t, uint32_t> flow_by_rqp_;
   std::vector<Flow> flows_;
   uint64_t finished_ = 0;
   std::map<uint32_t, std::vector<uint64_t>> atomic_in_;  // host -> atomic requests' arrivals

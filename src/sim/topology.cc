@@ -81,6 +81,7 @@ void Simulator::build_hosts() {
   cfg.cc.pace_at_line_rate = true;  // the NIC never outruns its link
   cfg.cc.pacer_burst_ns = 0;        // in virtual time nobody wakes late
   cfg.send_window_bytes = sc_.nic.send_window_bytes;
+  cfg.unreliable_pace_bytes_per_us = 0;  // the link serialises; DCQCN paces UC
   std::vector<uint64_t> sending(n, 0);  // flows each host sends (its CQ's share)
   for (const FlowSpec& f : sc_.flows) ++sending[f.src];
   for (uint32_t i = 0; i < n; ++i) {

@@ -10,13 +10,19 @@
 
 namespace vrnic::sim {
 
+// What a flow's messages are: RDMA WRITEs into dst, RDMA READs from dst, SENDs into RECVs
+// dst posts, or one Fetch-and-Add on dst's atomic word; over an RC, UC or UD QP pair.
+enum class Verb : uint8_t { kWrite, kRead, kSend, kFaa };
+enum class Transport : uint8_t { kRc, kUc, kUd };
+
 struct FlowSpec {
   uint32_t src = 0, dst = 0;  // host indices
-  uint64_t bytes = 0;         // RDMA WRITEs of this many bytes in all (verb "write")
+  uint64_t bytes = 0;         // moved in all (READ: from dst to src)
   uint64_t start_ns = 0;
   int dscp = -1;  // the QPs' traffic class DSCP; -1: the engine's default (data_dscp)
-  bool faa = false;  // verb "faa": one Fetch-and-Add of `add` on dst's atomic word
-  uint64_t add = 0;
+  Verb verb = Verb::kWrite;
+  Transport transport = Transport::kRc;
+  uint64_t add = 0;  // kFaa
   bool set_initial = false;  // the word's value when the flow starts, if given
   uint64_t initial = 0;
 };
