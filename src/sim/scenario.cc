@@ -320,7 +320,7 @@ void parse_topology(const json& t, Scenario& s) {
 }
 
 // "traffic": [{"type": "poisson", "cdf": "websearch" | "fb_hadoop" | a file, "load",
-// "start_ns", "end_ns", "hosts": [first, last], "dscp"}]
+// "start_ns", "end_ns", "hosts": [first, last], "dscp", "verb", "transport"}]
 PoissonTraffic parse_traffic(const json& j, const Scenario& s) {
   PoissonTraffic t;
   std::string type = "poisson";
@@ -331,6 +331,11 @@ PoissonTraffic parse_traffic(const json& j, const Scenario& s) {
   get(j, "start_ns", t.start_ns);
   get(j, "end_ns", t.end_ns);
   get(j, "dscp", t.dscp);
+  FlowSpec kind;
+  parse_verb(j, kind);
+  if (kind.verb == Verb::kFaa) throw std::runtime_error("scenario: traffic verb is write, read or send");
+  t.verb = kind.verb;
+  t.transport = kind.transport;
   if (j.contains("hosts")) {
     const auto r = j["hosts"].get<std::vector<uint32_t>>();
     if (r.size() != 2 || r[0] >= r[1] || r[1] >= s.host_count())

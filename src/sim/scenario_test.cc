@@ -254,6 +254,19 @@ TEST(SimScenario, every_verb_and_transport_alone_takes_its_ideal_time) {
   }
 }
 
+// Poisson traffic of UD SENDs (WebSearch sizes in MTU-sized datagrams) on a lossless star:
+// every flow arrives whole at its receiver.
+TEST(SimScenario, poisson_ud_sends_on_a_lossless_star_all_arrive) {
+  const Scenario sc = parse_scenario(R"({"topology": {"type": "star", "hosts": 8},
+    "switch": {"pfc": {"enabled": true}},
+    "traffic": [{"cdf": "websearch", "load": 0.3, "end_ns": 1000000,
+                 "verb": "send", "transport": "ud"}]})");
+  const Summary s = Simulator(sc).run();
+  EXPECT_GT(s.flows_total, 10u);
+  EXPECT_EQ(s.flows_completed, s.flows_total);
+  EXPECT_EQ(s.drops, 0u);
+}
+
 // A UD or UC SEND lost on the way is never resent: the receiver is one RECV short and the
 // flow stays incomplete (not failed); an RC SEND flow with the same drop completes.
 TEST(SimScenario, unreliable_flows_lose_what_the_switch_drops) {

@@ -73,6 +73,8 @@ std::vector<FlowSpec> poisson_flows(const PoissonTraffic& t, uint32_t hosts,
       f.bytes = cdf.sample(rng);
       f.start_ns = static_cast<uint64_t>(at);
       f.dscp = t.dscp;
+      f.verb = t.verb;
+      f.transport = t.transport;
       out.push_back(f);
     }
   }

@@ -54,6 +54,8 @@ struct PoissonTraffic {
   uint64_t start_ns = 0, end_ns = 10'000'000;
   uint32_t first = 0, last = UINT32_MAX;  // hosts; UINT32_MAX: the last host
   int dscp = -1;
+  Verb verb = Verb::kWrite;  // write, read or send
+  Transport transport = Transport::kRc;
 };
 
 std::vector<FlowSpec> poisson_flows(const PoissonTraffic& t, uint32_t hosts,
