@@ -84,14 +84,18 @@ void Simulator::post_recvs(Flow& f) {
 
 // Keeps wqes_in_flight messages posted: 64 KiB each (UD: one MTU), the last shorter; a UC
 // flow's last WRITE carries an immediate, so that its receiver sees the end.
-void Simulator::post_more(Flow& f) {
+uint64_t Simulator::post_more(Flow& f) {
   Host& src = *hosts_[f.spec.src];
   const auto id = static_cast<uint64_t>(&f - flows_.data());
+  const uint64_t before = f.posted;
   if (f.spec.verb == Verb::kFaa) {
-    if (f.posted == 0 && src.post_faa(f.qp, *hosts_[f.spec.dst], id, f.spec.add) != 0)
-      return close_flow(f, true);
+    if (f.posted > 0) return 0;
+    if (src.post_faa(f.qp, *hosts_[f.spec.dst], id, f.spec.add) != 0) {
+      close_flow(f, true);
+      return 0;
+    }
     f.posted = 1;
-    return;
+    return 1;
   }
   const QpType type = qp_type_of(f.spec.transport);
   while (!f.finished && f.posted < f.chunks && f.posted - f.done < sc_.nic.wqes_in_flight) {
@@ -100,10 +104,13 @@ void Simulator::post_more(Flow& f) {
     const bool imm = f.spec.transport == Transport::kUc && f.spec.verb == Verb::kWrite &&
                      f.posted + 1 == f.chunks;
     if (src.post(f.qp, type, f.spec.verb, *hosts_[f.spec.dst], f.rqpn, id, bytes,
-                 static_cast<uint32_t>(f.posted), imm, f.path))
-      return close_flow(f, true);
+                 static_cast<uint32_t>(f.posted), imm, f.path)) {
+      close_flow(f, true);
+      break;
+    }
     ++f.posted;
   }
+  return f.posted - before;
 }
 
 // An RC flow completes with its last message's CQE at the sender (the ACK or the READ's
@@ -122,16 +129,43 @@ void Simulator::on_completion(const WorkCompletion& wc) {
     return post_recvs(f);
   }
   if (++f.done == f.chunks && reliable) return finish_flow(f);
-  post_more(f);
-  hold_posted(f);
+  hold_posted(f, post_more(f));
 }
 
-// The NIC's cost of the work requests just posted: one doorbell, the WQEs read in one DMA
-// read, the payload in another (a Fetch-and-Add or READ request carries none).
-void Simulator::hold_posted(Flow& f) {
+// The NIC's cost of `posted` work requests posted at once, before the first packet leaves:
+// the doorbell (one per WQE without doorbell batching or with BlueFlame), the WQEs read in
+// one DMA read (none with BlueFlame: they came with the doorbell), the payload in another
+// (the batch's reads pipelined; none for a Fetch-and-Add or READ request, or a message of
+// at most inline_bytes, which rides in its WQE).
+uint64_t Simulator::post_cost(const Flow& f, uint64_t posted) const {
   const NicParams& n = sc_.nic;
-  const bool payload = f.spec.verb != Verb::kFaa && f.spec.verb != Verb::kRead;
-  hosts_[f.spec.src]->hold(n.doorbell_ns + n.dma_read_ns + (payload ? n.dma_read_ns : 0));
+  const bool payload = f.spec.verb != Verb::kFaa && f.spec.verb != Verb::kRead &&
+                       std::min<uint64_t>(f.msg_bytes, f.spec.bytes) > n.inline_bytes;
+  const uint64_t doorbells = n.doorbell_batching && !n.blueflame ? 1 : posted;
+  return doorbells * n.doorbell_ns + (n.blueflame ? 0 : n.dma_read_ns) +
+         (payload ? n.dma_read_ns : 0);
+}
+
+void Simulator::hold_posted(Flow& f, uint64_t posted) {
+  if (posted > 0) hosts_[f.spec.src]->hold(post_cost(f, posted));
+}
+
+// NIC model: a CQE the engine wrote becomes visible cqe_write_ns later (its DMA write).
+void Simulator::defer_cqe(uint32_t host, const WorkCompletion& wc) {
+  const uint64_t at = clock_.now_ns() + sc_.nic.cqe_write_ns;
+  pending_cqes_.resize(hosts_.size());
+  pending_cqes_[host].emplace_back(at, wc);
+  ev_.push(at, EventKind::kCqeVisible, host);
+}
+
+void Simulator::on_cqe_visible(uint32_t host) {
+  auto& q = pending_cqes_[host];
+  while (!q.empty() && q.front().first <= clock_.now_ns()) {
+    const WorkCompletion wc = q.front().second;
+    q.pop_front();
+    on_completion(wc);
+  }
+  service(host, false);
 }
 
 void Simulator::record_atomic(const Flow& f) {

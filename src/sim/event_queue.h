@@ -24,6 +24,7 @@ enum class EventKind : uint8_t {
   kWatchdog,   // the PFC watchdog looks at port a, priority b, paused as of generation c
   kRestore,    // the watchdog's restoration timer of port a, priority b
   kNicRelease,  // host a's NIC lets go of the packets it held until now
+  kCqeVisible,  // host a's oldest deferred CQE has reached host memory (NIC model)
   kSample,     // the time series takes a sample
 };
 

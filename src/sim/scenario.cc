@@ -166,6 +166,10 @@ void parse_nic(const json& j, NicParams& n) {
     get(p, "dma_read_ns", n.dma_read_ns);
     get(p, "rx_pipeline_ns", n.rx_pipeline_ns);
     get(p, "atomic_rmw_ns", n.atomic_rmw_ns);
+    get(p, "cqe_write_ns", n.cqe_write_ns);
+    get(p, "inline_bytes", n.inline_bytes);
+    get(p, "blueflame", n.blueflame);
+    get(p, "doorbell_batching", n.doorbell_batching);
   }
   if (j.contains("rx")) parse_nic_rx(j["rx"], n.rx);
   if (n.mtu != 256 && n.mtu != 512 && n.mtu != 1024 && n.mtu != 2048 && n.mtu != 4096)

@@ -25,6 +25,10 @@ struct NicParams {
   uint64_t dma_read_ns = 125;     // one DMA read round trip (seed 004)
   uint64_t rx_pipeline_ns = 500;  // a received packet through the NIC to its answer
   uint64_t atomic_rmw_ns = 250;   // an atomic's read and write of host memory
+  uint64_t cqe_write_ns = 60;     // a CQE's posted DMA write until the program can poll it
+  uint32_t inline_bytes = 0;      // messages this small ride in the WQE: no payload read
+  bool blueflame = false;         // WQEs written by MMIO with the doorbell: no WQE read
+  bool doorbell_batching = true;  // one doorbell for a post of several WQEs (else one each)
   NicRxParams rx;                 // the receive buffer and the PAUSE frames the NIC sends
 };
 

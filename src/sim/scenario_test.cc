@@ -226,6 +226,31 @@ TEST(SimScenario, nic_model_costs_are_in_the_ideal_fct) {
   EXPECT_NEAR(s.fct_slowdown.at("64KiB-1MiB").p50, 1.0, 0.02);
 }
 
+// Seed 004's optimisations in the NIC model, on a 32-byte WRITE alone: inline data saves the
+// payload's DMA read, BlueFlame the WQE's as well; the CQE's write is part of every FCT; a
+// post of 16 WQEs without doorbell batching pays 16 doorbells before its first packet. Each
+// FCT moves by exactly those costs, and the ideal FCT with it (slowdown 1).
+TEST(SimScenario, nic_model_inline_blueflame_batching_and_cqe_costs) {
+  auto fct = [](uint64_t bytes, auto&& tweak) {
+    Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+    sc.sw.drop.clear();
+    sc.flows[0].verb = Verb::kWrite;
+    sc.flows[0].bytes = bytes;
+    tweak(sc.nic);
+    const Summary s = Simulator(sc).run();
+    EXPECT_EQ(s.flows_completed, 1u);
+    EXPECT_NEAR(double(s.flows.at(0).fct_ns) / double(s.flows.at(0).ideal_ns), 1.0, 0.01);
+    return static_cast<int64_t>(s.flows.at(0).fct_ns);
+  };
+  const int64_t base = fct(32, [](NicParams&) {});
+  EXPECT_EQ(base - fct(32, [](NicParams& n) { n.inline_bytes = 64; }), 125);
+  EXPECT_EQ(base - fct(32, [](NicParams& n) { n.inline_bytes = 64, n.blueflame = true; }), 250);
+  EXPECT_EQ(base - fct(32, [](NicParams& n) { n.cqe_write_ns = 0; }), 60);
+  const int64_t batched = fct(1'000'000, [](NicParams&) {});
+  EXPECT_EQ(fct(1'000'000, [](NicParams& n) { n.doorbell_batching = false; }) - batched,
+            15 * 150);
+}
+
 // Each verb over each transport that carries it, alone on the seed-000 pair with the NIC
 // model on, in three sizes: every flow completes in its ideal time (which counts the verb's
 // headers, a READ's request leg, an RC flow's last ACK, a UD flow's MTU-sized messages).

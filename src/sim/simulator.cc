@@ -63,18 +63,18 @@ void Simulator::build_flows() {
   }
 }
 
-// What the NIC model adds to a flow on an empty network: the first post's doorbell and DMA
-// reads (a READ request or an atomic reads no payload), and the responder's pipeline (and an
-// atomic's read-modify-write) before the answer an RC flow waits for; a UC or UD flow ends
-// when its receiver's engine has the last packet.
-uint64_t Simulator::nic_cost(const FlowSpec& f) const {
+// What the NIC model adds to a flow on an empty network: the first post's doorbell(s) and
+// DMA reads (post_cost), the responder's pipeline (and an atomic's read-modify-write) before
+// the answer an RC flow waits for (a UC or UD flow ends when its receiver's engine has the
+// last packet), and the last CQE's write.
+uint64_t Simulator::nic_cost(const Flow& f) const {
   const NicParams& n = sc_.nic;
   if (!n.pcie) return 0;
-  if (f.verb == Verb::kFaa)
-    return n.doorbell_ns + n.dma_read_ns + n.rx_pipeline_ns + n.atomic_rmw_ns;
-  if (f.verb == Verb::kRead) return n.doorbell_ns + n.dma_read_ns + n.rx_pipeline_ns;
-  const uint64_t post = n.doorbell_ns + 2 * n.dma_read_ns;
-  return f.transport == Transport::kRc ? post + n.rx_pipeline_ns : post;
+  const FlowSpec& s = f.spec;
+  const uint64_t post = post_cost(f, std::min<uint64_t>(f.chunks, sc_.nic.wqes_in_flight));
+  if (s.verb == Verb::kFaa) return post + n.rx_pipeline_ns + n.atomic_rmw_ns + n.cqe_write_ns;
+  const bool answer = s.transport == Transport::kRc;  // an RC flow waits for the responder
+  return post + (answer ? n.rx_pipeline_ns : 0) + n.cqe_write_ns;
 }
 
 // A packet of `wire_bytes` alone from host `from` to host `to`: store-and-forward and
@@ -106,7 +106,7 @@ uint64_t Simulator::ideal_fct(const Flow& f) const {
   double min_rate = 1e30;
   for (uint32_t p : net_.path(host_node_[from], host_node_[to]))
     min_rate = std::min(min_rate, net_.port(p).rate_bps);
-  double t = static_cast<double>(sc_.nic.processing_delay_ns + nic_cost(s));
+  double t = static_cast<double>(sc_.nic.processing_delay_ns + nic_cost(f));
   if (read) t += leg_ns(s.src, s.dst, kHeaderBytes + kRethBytes + kFrameOverhead);
   t += leg_ns(from, to, first) + (wire - first) * 8e9 / min_rate;
   if (s.transport == Transport::kRc && !read) t += leg_ns(s.dst, s.src, kAckBytes + kFrameOverhead);
@@ -157,8 +157,9 @@ void Simulator::count_delivered(uint32_t host, const Packet& p) {
 void Simulator::service(uint32_t i, bool after_timer) {
   Host& h = *hosts_[i];
   WorkCompletion wc[64];
+  const bool defer = sc_.nic.pcie && sc_.nic.cqe_write_ns > 0;
   for (int n; (n = h.dev().poll_cq(h.cq(), wc, 64)) > 0;)
-    for (int k = 0; k < n; ++k) on_completion(wc[k]);
+    for (int k = 0; k < n; ++k) defer ? defer_cqe(i, wc[k]) : on_completion(wc[k]);
   h.hold(0);  // nothing the engine sent stays behind
   uint64_t t = h.dev().next_timer_ns();
   if (t == UINT64_MAX) return;
@@ -209,10 +210,11 @@ Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) 
       service(e.a, true);
     } else if (e.kind == EventKind::kNicRelease) {
       hosts_[e.a]->release();
+    } else if (e.kind == EventKind::kCqeVisible) {
+      on_cqe_visible(e.a);
     } else if (e.kind == EventKind::kFlowStart) {
       open_flow(e.a);
-      post_more(flows_[e.a]);
-      hold_posted(flows_[e.a]);
+      hold_posted(flows_[e.a], post_more(flows_[e.a]));
       service(flows_[e.a].spec.src, false);
     } else {
       net_.handle(e);

@@ -3,6 +3,7 @@
 // their slowdown, fairness, drops, pauses, CNPs, queues).
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -120,7 +121,7 @@ class Simulator : private HostSink {
   void build_hosts();
   void build_flows();
   uint64_t ideal_fct(const Flow& f) const;
-  uint64_t nic_cost(const FlowSpec& f) const;
+  uint64_t nic_cost(const Flow& f) const;
   uint64_t leg_ns(uint32_t from, uint32_t to, uint64_t wire_bytes) const;
   void deliver(uint32_t node, Packet&& p) override;
   void count_delivered(uint32_t host, const Packet& p);
@@ -130,8 +131,11 @@ class Simulator : private HostSink {
   uint64_t recvs_needed(const Flow& f) const;
   uint64_t data_key(const Flow& f) const;
   void post_recvs(Flow& f);
-  void post_more(Flow& f);
-  void hold_posted(Flow& f);
+  uint64_t post_more(Flow& f);  // returns how many WQEs it posted
+  void hold_posted(Flow& f, uint64_t posted);
+  uint64_t post_cost(const Flow& f, uint64_t posted) const;
+  void defer_cqe(uint32_t host, const engine::WorkCompletion& wc);
+  void on_cqe_visible(uint32_t host);
   void record_atomic(const Flow& f);
   void service(uint32_t host, bool after_timer);
   void on_completion(const engine::WorkCompletion& wc);
@@ -157,6 +161,8 @@ class Simulator : private HostSink {
   std::vector<QueueSample> queue_series_;
   std::vector<bool> sampled_;  // per port: its last sample was not empty
   std::unique_ptr<HostCaptures> captures_;
+  // NIC model: CQEs the engine wrote, visible to the client from the time given.
+  std::vector<std::deque<std::pair<uint64_t, engine::WorkCompletion>>> pending_cqes_;
   void sample_queues();
 };
 
