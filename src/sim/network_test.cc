@@ -62,6 +62,12 @@ struct Fabric {
     }
   }
   const Port& switch_port_to_b() const { return net.port(net.path(a, b).back()); }
+  // Every one of the n frames sent arrived, in order, and nothing was dropped.
+  void expect_lossless_in_order(uint32_t n) const {
+    ASSERT_EQ(rec.got.size(), n);
+    for (uint32_t k = 0; k < n; ++k) ASSERT_EQ(rec.got[k].seq, k);
+    EXPECT_EQ(net.drops(), 0u);
+  }
 };
 
 TEST(SimNetwork, serialisation_and_delay_through_a_store_and_forward_switch) {
@@ -129,20 +135,24 @@ TEST(SimNetwork, red_marks_never_below_kmin_always_above_kmax_only_ect_data) {
 
 // 300 frames from 100 Gb/s into 10 Gb/s with 100 KB of buffer: PFC pauses A before the
 // buffer fills and nothing is lost; without PFC the tail is dropped.
-TEST(SimNetwork, pfc_pauses_and_resumes_the_upstream_instead_of_dropping) {
-  const uint64_t w = 1000 + kFrameOverhead;
+// 100 KB of buffer per port, no ECN, PFC with XOFF 30 KB and XON 15 KB.
+SwitchParams pfc_switch() {
   SwitchParams sp;
   sp.buffer_bytes = 100'000;
   sp.red.enabled = false;
   sp.pfc = true;
   sp.xoff = 30'000;
   sp.xon = 15'000;
+  return sp;
+}
+
+TEST(SimNetwork, pfc_pauses_and_resumes_the_upstream_instead_of_dropping) {
+  const uint64_t w = 1000 + kFrameOverhead;
+  SwitchParams sp = pfc_switch();
   Fabric f(sp, 100e9, 10e9, 1000);
   f.send(300, 1000, 0);
   f.run();
-  ASSERT_EQ(f.rec.got.size(), 300u);
-  for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(f.rec.got[k].seq, k);  // in order, none lost
-  EXPECT_EQ(f.net.drops(), 0u);
+  ASSERT_NO_FATAL_FAILURE(f.expect_lossless_in_order(300));
   EXPECT_GT(f.net.pause_frames(), 0u);
   const Port& sw_in = f.net.port(f.net.port(f.net.host_port(f.a)).peer);
   EXPECT_GT(sw_in.resumes_by_prio[0], 1u);  // paused more than once: it resumed in between
@@ -187,19 +197,12 @@ TEST(SimNetwork, pfc_pause_runs_out_after_its_quanta) {
 // time (200 quanta, 1.024 us at 100 Gb/s, against 1 us links), so A never resumes on its
 // own; the XON releases it. Lossless, in order.
 TEST(SimNetwork, pfc_xoff_is_refreshed_while_the_ingress_stays_above_xon) {
-  SwitchParams sp;
-  sp.buffer_bytes = 100'000;
-  sp.red.enabled = false;
-  sp.pfc = true;
-  sp.xoff = 30'000;
-  sp.xon = 15'000;
+  SwitchParams sp = pfc_switch();
   sp.pause_quanta = 200;
   Fabric f(sp, 100e9, 10e9, 1000);
   f.send(300, 1000, 0);
   f.run();
-  ASSERT_EQ(f.rec.got.size(), 300u);
-  for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(f.rec.got[k].seq, k);
-  EXPECT_EQ(f.net.drops(), 0u);
+  ASSERT_NO_FATAL_FAILURE(f.expect_lossless_in_order(300));
   const Port& a = f.net.port(f.net.host_port(f.a));
   const Port& sw_in = f.net.port(a.peer);
   EXPECT_GT(sw_in.pauses_by_prio[0], 4 * sw_in.resumes_by_prio[0]);  // refreshes
@@ -211,12 +214,7 @@ TEST(SimNetwork, pfc_xoff_is_refreshed_while_the_ingress_stays_above_xon) {
 // B takes frames at its NIC's rate. Without PFC at the NIC the buffer overflows.
 TEST(SimNetwork, nic_receive_buffer_sends_pause_to_its_switch) {
   const uint64_t w = 1000 + kFrameOverhead;
-  SwitchParams sp;
-  sp.buffer_bytes = 100'000;
-  sp.red.enabled = false;
-  sp.pfc = true;
-  sp.xoff = 30'000;
-  sp.xon = 15'000;
+  SwitchParams sp = pfc_switch();
   NicRxParams nic;
   nic.rate_bps = 10e9;
   nic.buffer_bytes = 64'000;
@@ -225,9 +223,7 @@ TEST(SimNetwork, nic_receive_buffer_sends_pause_to_its_switch) {
   Fabric f(sp, 100e9, 100e9, 1000, nic);
   f.send(300, 1000, 0);
   f.run();
-  ASSERT_EQ(f.rec.got.size(), 300u);
-  for (uint32_t k = 0; k < 300; ++k) ASSERT_EQ(f.rec.got[k].seq, k);
-  EXPECT_EQ(f.net.drops(), 0u);
+  ASSERT_NO_FATAL_FAILURE(f.expect_lossless_in_order(300));
   const Port& b = f.net.port(f.net.host_port(f.b));
   EXPECT_GT(b.pauses_sent, 0u);
   EXPECT_EQ(f.net.nic_pause_frames(), b.pauses_sent);
