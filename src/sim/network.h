@@ -115,7 +115,7 @@ struct Port {
   uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
   std::array<uint64_t, kPriorities> pauses_by_prio{};  // XOFF frames (refreshes too)
   std::array<uint64_t, kPriorities> resumes_by_prio{};  // XON frames
-  uint64_t pauses_expired = 0;  // PAUSEs honoured here that ran out without an XON
+  std::array<uint64_t, kPriorities> pauses_expired{};  // honoured here, ran out without XON
   uint64_t pauses_ignored = 0;  // PAUSE for a priority without PFC here
   uint64_t storms = 0, storm_drops = 0;  // the watchdog's detections and its drops
   uint64_t queue_samples = 0, queue_sum = 0;  // queue left at dequeue, after stats_from_ns

@@ -98,7 +98,7 @@ void Network::on_pause(uint32_t port, uint8_t prio, uint16_t quanta) {
 void Network::on_pause_expire(uint32_t port, uint8_t prio) {
   Port& out = ports_[port];
   if (!out.paused[prio] || clock_.now_ns() < out.pause_until[prio]) return;
-  ++out.pauses_expired;
+  ++out.pauses_expired[prio];
   set_paused(port, prio, false);
 }
 

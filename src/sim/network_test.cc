@@ -156,7 +156,7 @@ TEST(SimNetwork, pfc_pauses_and_resumes_the_upstream_instead_of_dropping) {
   EXPECT_GT(f.net.pause_frames(), 0u);
   const Port& sw_in = f.net.port(f.net.port(f.net.host_port(f.a)).peer);
   EXPECT_GT(sw_in.resumes_by_prio[0], 1u);  // paused more than once: it resumed in between
-  EXPECT_EQ(f.net.port(f.net.host_port(f.a)).pauses_expired, 0u);  // XON ended each
+  EXPECT_EQ(f.net.port(f.net.host_port(f.a)).pauses_expired[0], 0u);  // XON ended each
   // The queue stays within XOFF plus what was already on its way when the PAUSE went out
   // (one link delay each way at 100 Gb/s, a frame in serialisation at each end).
   const uint64_t headroom = 2 * 1000 * 100 / 8 + 2 * w;
@@ -189,7 +189,7 @@ TEST(SimNetwork, pfc_pause_runs_out_after_its_quanta) {
   ASSERT_EQ(f.rec.got.size(), 2u);
   EXPECT_EQ(f.rec.got[0].time, ser + 1000 + ser + 1000);
   EXPECT_EQ(f.rec.got[1].time, 5120 + ser + 1000 + ser + 1000);
-  EXPECT_EQ(f.net.port(pa).pauses_expired, 1u);
+  EXPECT_EQ(f.net.port(pa).pauses_expired[0], 1u);
   EXPECT_FALSE(f.net.port(pa).paused[0]);
 }
 
@@ -206,7 +206,7 @@ TEST(SimNetwork, pfc_xoff_is_refreshed_while_the_ingress_stays_above_xon) {
   const Port& a = f.net.port(f.net.host_port(f.a));
   const Port& sw_in = f.net.port(a.peer);
   EXPECT_GT(sw_in.pauses_by_prio[0], 4 * sw_in.resumes_by_prio[0]);  // refreshes
-  EXPECT_EQ(a.pauses_expired, 0u);
+  EXPECT_EQ(a.pauses_expired[0], 0u);
 }
 
 // B's NIC moves frames to memory at 10 Gb/s behind a 100 Gb/s link: its receive buffer

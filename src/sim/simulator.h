@@ -41,6 +41,16 @@ struct QueueSample {
 struct FlowRecord {
   uint32_t src = 0, dst = 0;
   uint64_t bytes = 0, start_ns = 0, fct_ns = 0, ideal_ns = 0;  // fct 0: not completed
+  Verb verb = Verb::kWrite;
+  Transport transport = Transport::kRc;
+};
+
+// PFC at one port and priority (pfc.csv): the frames it sent, and the pauses it honoured
+// that ran out without an XON.
+struct PfcRecord {
+  uint32_t port = 0, node = 0, priority = 0;
+  bool is_switch = false;
+  uint64_t pause_frames = 0, resume_frames = 0, pauses_expired = 0;
 };
 
 struct Summary {
@@ -69,6 +79,7 @@ struct Summary {
   // With record_series(): every switch queue not empty, every sample_ns; and each long
   // flow's delivered rate per bin (bin_ns). Not in summary.json (write_outputs).
   std::vector<FlowRecord> flows;
+  std::vector<PfcRecord> pfc_ports;  // every port and priority with any PFC frame
   std::vector<QueueSample> queue_series;
   uint64_t bin_ns = 0;
   std::vector<std::vector<double>> long_flow_series_gbps;  // per long flow, per bin
@@ -77,7 +88,7 @@ struct Summary {
 // The FCT size buckets, smallest first: "0-64KiB", "64KiB-1MiB", "1MiB-10MiB", "10MiB+".
 const std::vector<std::string>& size_buckets();
 
-// fct.csv, queues.csv and rates.csv into `dir` (docs/sim.md "Outputs"); throws
+// fct.csv, queues.csv, rates.csv and pfc.csv into `dir` (docs/sim.md "Outputs"); throws
 // std::runtime_error if a file cannot be written.
 void write_outputs(const Summary& s, const std::string& dir);
 

@@ -47,7 +47,8 @@ Summary Simulator::summarise(uint64_t events, double wall_s) {
   for (const Flow& f : flows_) {
     s.fct_ns.push_back(f.fct_ns);
     s.flows.push_back({f.spec.src, f.spec.dst, f.spec.bytes, f.spec.start_ns,
-                       f.finished && !f.failed ? f.fct_ns : 0, f.ideal_ns});
+                       f.finished && !f.failed ? f.fct_ns : 0, f.ideal_ns, f.spec.verb,
+                       f.spec.transport});
     s.flows_failed += f.failed;
     if (!f.finished || f.failed) continue;
     ++s.flows_completed;
@@ -113,8 +114,14 @@ void Simulator::summarise_fabric(Summary& s) const {
     const Port& p = net_.port(i);
     s.watchdog_drops += p.storm_drops;
     s.pauses_ignored += p.pauses_ignored;  // a NIC's, or a switch's
-    s.pfc_pauses_expired += p.pauses_expired;
-    for (uint64_t n : p.resumes_by_prio) s.pfc_resume_frames += n;
+    for (uint32_t q = 0; q < kPriorities; ++q) {
+      s.pfc_resume_frames += p.resumes_by_prio[q];
+      s.pfc_pauses_expired += p.pauses_expired[q];
+      if (p.pauses_by_prio[q] == 0 && p.resumes_by_prio[q] == 0 && p.pauses_expired[q] == 0)
+        continue;
+      s.pfc_ports.push_back({i, p.node, q, net_.is_switch(p.node), p.pauses_by_prio[q],
+                             p.resumes_by_prio[q], p.pauses_expired[q]});
+    }
     if (!net_.is_switch(p.node)) continue;
     s.queue_max_bytes = std::max(s.queue_max_bytes, p.queue_max);
     if (p.queue_samples > 0 && p.queue_sum >= busiest) {

@@ -53,6 +53,9 @@ check "sim run: summary.json" "incast-pfc 5 32 0 True" "$out"
 # held bytes at some sample.
 out=$(python3 -c 'import csv,sys; f=list(csv.DictReader(open(sys.argv[1]))); q=list(csv.DictReader(open(sys.argv[2]))); print(len(f), all(float(r["slowdown"]) >= 1 for r in f), max(int(r["bytes"]) for r in q) > 0)' "$simdir/fct.csv" "$simdir/queues.csv")
 check "sim run: fct.csv and queues.csv" "32 True True" "$out"
+# pfc.csv: a row per switch port that paused its sender (32), together every PAUSE counted.
+out=$(python3 -c 'import csv,json,sys; p=list(csv.DictReader(open(sys.argv[1]))); s=json.load(open(sys.argv[2])); print(len(p), {r["device"] for r in p}, sum(int(r["pause_frames"]) for r in p) == s["pfc_pause_frames"], {r["verb"] + "/" + r["transport"] for r in csv.DictReader(open(sys.argv[3]))})' "$simdir/pfc.csv" "$simdir/summary.json" "$simdir/fct.csv")
+check "sim run: pfc.csv, and fct.csv's verbs" "32 {'switch'} True {'write/rc'}" "$out"
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   out=$(ls "$simdir" | grep -c '\.png$')
   check "sim run: plots" 2 "$out"
