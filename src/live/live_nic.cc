@@ -204,9 +204,14 @@ void LiveNic::kick() {
   (void)ignored;
 }
 
-void LiveNic::before_call_locked(bool post_send) {
+uint64_t LiveNic::syscall_mark() const {
+  const transport::UdpPortStats& s = impl_->port->stats();
+  const engine::Counters& c = device_->counters();
+  return s.tx_packets + s.rx_calls + c.direct_writes + c.direct_reads + c.direct_fallbacks;
+}
+
+uint64_t LiveNic::before_call_locked(bool post_send, uint64_t now) {
   // Cork for a program busy-polling its CQ: its next poll_cq (within defer_ns) flushes.
-  uint64_t now = monotonic_ns();
   impl_->pattern.on_call(now);
   if (post_send) impl_->pattern.on_post_send(now);  // a held ACK leaves with this post
   const bool busy_polling = impl_->defer_ns != 0 &&
@@ -229,10 +234,11 @@ void LiveNic::before_call_locked(bool post_send) {
   const bool send_run = hold && post_send && impl_->prev_was_send;
   impl_->prev_was_send = post_send;
   impl_->port->set_cork(busy_polling || send_run);
+  return syscall_mark();
 }
 
-void LiveNic::after_call_locked() {
-  const uint64_t now = monotonic_ns();
+void LiveNic::after_call_locked(uint64_t start, uint64_t mark) {
+  const uint64_t now = syscall_mark() == mark ? start : monotonic_ns();
   impl_->prev_call_end_ns = now;
   impl_->port->set_cork(false);
   device_->set_direct_hold(false);
@@ -294,7 +300,8 @@ bool LiveNic::Impl::service_locked(int batches, uint64_t now, bool flush_direct)
     more = batch.datagrams() == batch.capacity();
     if (!more) break;
   }
-  if (device.next_timer_ns() <= clock.now_ns()) device.on_timer();
+  // The time at the start: a timer that fell due during the receive fires next time.
+  if (device.next_timer_ns() <= now) device.on_timer();
   return more;
 }
 
@@ -310,6 +317,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   const uint64_t t = monotonic_ns();
   last_app_ns_.store(t, std::memory_order_relaxed);  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
+  const uint64_t mark = syscall_mark();
   impl_->in_burst = false;
   impl_->prev_was_send = false;
   impl_->pattern.on_call(t);
@@ -342,7 +350,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
       }
     }
   }
-  after_call_locked();
+  after_call_locked(t, mark);
   return got;
 }
 

@@ -30,7 +30,7 @@ struct UdpPortOptions {
 
 struct UdpPortStats {
   uint64_t tx_packets = 0, tx_dropped = 0, rx_packets = 0, rx_truncated = 0,
-           rx_fault_dropped = 0;
+           rx_fault_dropped = 0, rx_calls = 0;  // rx_calls: receive() calls, empty or not
 };
 
 // Storage for one received batch: buffers, message headers and the WirePackets that point
