@@ -30,7 +30,9 @@ struct UdpPortOptions {
 
 struct UdpPortStats {
   uint64_t tx_packets = 0, tx_dropped = 0, rx_packets = 0, rx_truncated = 0,
-           rx_fault_dropped = 0, rx_calls = 0;  // rx_calls: receive() calls, empty or not
+           rx_fault_dropped = 0,
+           rx_calls = 0,  // receive() calls, empty or not
+           tx_calls = 0;  // sendmmsg calls that sent something
 };
 
 // Storage for one received batch: buffers, message headers and the WirePackets that point
@@ -111,6 +113,7 @@ class UdpPort final : public engine::PacketPort {
   int send_fd_for(uint16_t src_port);
   void send_run(int fd, std::span<const engine::WirePacket> run);
   void send_now(std::span<const engine::WirePacket> batch);
+  std::span<const engine::WirePacket> grouped_by_port(std::span<const engine::WirePacket> batch);
   void enqueue(std::span<const engine::WirePacket> batch);  // copies into queue_
   void send_ahead_of_acks(std::span<const engine::WirePacket> batch);
   size_t gso_group_end(std::span<const engine::WirePacket> run, size_t k) const;
@@ -137,6 +140,8 @@ class UdpPort final : public engine::PacketPort {
   size_t queued_ = 0;
   size_t queued_other_ = 0;  // queued packets other than ACKs and CNPs
   std::vector<engine::WirePacket> joined_;  // requests then trailing ACKs (send)
+  std::vector<engine::WirePacket> by_port_;  // grouped_by_port's copy
+  std::vector<uint16_t> ports_seen_;           // grouped_by_port's ports, first seen first
   std::vector<engine::WirePacket> queue_;        // kMaxCorked entries, the first queued_ used
   std::vector<std::vector<uint8_t>> queue_bufs_;  // their bytes (capacity kept: no allocation once warm)
   std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use

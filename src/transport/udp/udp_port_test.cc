@@ -363,6 +363,34 @@ TEST(UdpPort, source_port_for__stable_in_range_and_really_used) {
   close(peer);
 }
 
+TEST(UdpPort, send__interleaved_source_ports_one_sendmmsg_each_in_order_per_port) {
+  auto a = open_port(kA, nullptr, false);  // no offload: a message per packet
+  auto b = open_port(kB);
+  const uint16_t ports[3] = {a->source_port_for(1), a->source_port_for(2), a->source_port_for(3)};
+  ASSERT_NE(ports[0], ports[1]);
+  ASSERT_NE(ports[1], ports[2]);
+  ASSERT_NE(ports[0], ports[2]);
+  // Three QPs' packets interleaved, as a batch of ACKs or requests for many QPs comes.
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<engine::WirePacket> batch;
+  for (int i = 0; i < 12; ++i) bytes.push_back(std::vector<uint8_t>(16, uint8_t(i)));
+  for (int i = 0; i < 12; ++i) batch.push_back(packet_to(*a, *b, ports[i % 3], bytes[i]));
+  a->send(batch);
+  EXPECT_EQ(a->stats().tx_calls, 3u);  // one per source port, not one per packet
+  EXPECT_EQ(a->stats().tx_packets, 12u);
+  auto got = receive_n(*b, 12);
+  ASSERT_EQ(got.size(), 12u);
+  int last[3] = {-1, -1, -1};
+  for (const Received& r : got) {
+    const int port = int(std::find(ports, ports + 3, r.p.ip.src_port) - ports);
+    ASSERT_LT(port, 3);
+    const int i = r.bytes[0];
+    EXPECT_EQ(i % 3, port);      // it came from its QP's port
+    EXPECT_GT(i, last[port]);    // and in its QP's order
+    last[port] = i;
+  }
+}
+
 TEST(UdpPort, source_port_for__different_qpns_spread_over_ports) {
   auto a = open_port(kA);
   std::vector<uint16_t> ports;
