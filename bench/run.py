@@ -130,14 +130,15 @@ def qperf(test, size, seconds, server_ns=(), client_ns=(), host="127.0.0.1"):
 
 
 def sockperf_pp(size, seconds=3):
-    """sockperf UDP ping-pong on loopback: the floor of one small packet each way (average
-    one-way latency, us)."""
-    srv = subprocess.Popen(["sockperf", "sr", "-i", "127.0.0.1", "-p", "11111"],
+    """sockperf UDP ping-pong on loopback, both ends busy-polling non-blocking sockets as a
+    program polling its CQ does: the floor of one small packet each way (average one-way
+    latency, us). Blocking sockets would add a wake-up per packet (~38 us on this VM)."""
+    srv = subprocess.Popen(["sockperf", "sr", "-i", "127.0.0.1", "-p", "11111", "--nonblocked"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     try:
         out = subprocess.run(["sockperf", "pp", "-i", "127.0.0.1", "-p", "11111", "-t",
-                              str(seconds), "-m", str(max(size, 14))],
+                              str(seconds), "-m", str(max(size, 14)), "--nonblocked"],
                              capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired):
         out = ""
@@ -249,8 +250,9 @@ def main():
              get("qperf tcp_lat", 2, "lat_us"), "<=", 1.0),
             ("ib_send_lat 2B / ucx tcp am_lat 8B", "ib_send_lat", 2, "lat_us",
              get("ucx tcp am_lat", 8, "lat_us"), "<=", 1.0),
-            ("ib_send_lat 2B / sockperf udp ping-pong 14B", "ib_send_lat", 2, "lat_us",
-             get("sockperf udp pp", 14, "lat_us"), "<=", 1.0),
+            # The floor a busy-polled packet each way rides on: no target, the distance to it.
+            ("ib_send_lat 2B / sockperf udp ping-pong 14B, busy-polled", "ib_send_lat", 2,
+             "lat_us", get("sockperf udp pp", 14, "lat_us"), "floor", None),
             ("ib_write_bw 64B rate / ucx tcp tag_bw 64B rate", "ib_write_bw", 64, "msg_rate",
              get("ucx tcp tag_bw", 64, "msg_rate"), ">=", 3.0)]:
         for mode, vr in [("wire", "vrnic "), ("direct", "vrnic direct ")]:
@@ -281,11 +283,14 @@ def main():
         ratio = v / p if v and p else None
         if v == 0 and p:  # an idle CPU share of 0 meets its limit
             ratio = 0.0
-        met = ratio is not None and {">=": ratio >= goal, "<=": ratio <= goal, "<": ratio < goal}[op]
+        met = None if goal is None else ratio is not None and {
+            ">=": ratio >= goal, "<=": ratio <= goal, "<": ratio < goal}[op]
+        target = op if goal is None else f"{op} {goal}"
+        shown = "" if met is None else "yes" if met else "no"
         # JSON: the wire rows keep their figure names; every row says its mode.
         summary.append({"figure": name if mode == "wire" else f"{name} (direct)", "mode": mode,
-                        "vrnic": v, "peer": p, "ratio": ratio, "target": f"{op} {goal}", "met": met})
-        print(f"| {name} ({mode}) | {fmt(v)} | {fmt(p)} | {fmt(ratio)} | {op} {goal} | {'yes' if met else 'no'} |")
+                        "vrnic": v, "peer": p, "ratio": ratio, "target": target, "met": met})
+        print(f"| {name} ({mode}) | {fmt(v)} | {fmt(p)} | {fmt(ratio)} | {target} | {shown} |")
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"results": res, "targets": summary}, f, indent=1)
     try:

@@ -55,7 +55,10 @@ constexpr uint64_t kQuietDeferNs = 50000;  // deferral at least, while only dire
 // While the program keeps calling, the deferring thread looks again after defer_ns, then
 // twice as late each time it finds the program still there, up to this: each look is a
 // wake-up that takes a CPU from a polling program on a small machine (VRNIC_RECHECK_MAX_US).
-constexpr uint64_t kRecheckMaxNs = 1000000;
+// It is also how late the thread takes over from a program that stops calling without a
+// word (no completion, no ibv_req_notify_cq). 1 ms: ~2,500 preemptions a second of an
+// ib_send_lat client; 4 ms: 563 (docs/live.md "The progress thread").
+constexpr uint64_t kRecheckMaxNs = 4000000;
 // After it received packets the thread keeps looking, without sleeping, this long before it
 // sleeps on the socket (VRNIC_SPIN_US; 0: never): while packets keep coming (a passive
 // responder, the receiver of a stream) no wake-up is paid per packet, by it or by the sender
