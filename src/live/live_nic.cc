@@ -280,12 +280,15 @@ void LiveNic::Impl::receive_one_locked(uint64_t now) {
   engine::Device& device = *nic->device_;
   const bool hold = pattern.hold_receives();
   const uint64_t tx_before = device.counters().tx_packets;
-  if (hold) port->set_cork(true);
+  const uint64_t sent_before = port->stats().tx_packets;
+  // Only ACKs wait in the port: data the receive lets go (an ACK that opened a window)
+  // leaves at once from the engine's buffers, with no copy into the port's queue.
+  if (hold) port->set_hold_acks(true);
   size_t n = port->receive(batch);
   if (n > 0) device.receive(batch.packets());
-  if (hold) port->set_cork(false);
+  if (hold) port->set_hold_acks(false);
   if (device.counters().tx_packets == tx_before) return;
-  const bool held = hold && port->queued_acks_only();
+  const bool held = hold && port->queued_acks_only() && port->stats().tx_packets == sent_before;
   pattern.on_receive_made_packets(now, held);
   if (hold && !held) {
     pattern.release();

@@ -281,6 +281,10 @@ bool is_request(const engine::WirePacket& p) {
 }  // namespace
 
 void UdpPort::send(std::span<const engine::WirePacket> batch) {
+  if (hold_acks_ && !corked_ && std::all_of(batch.begin(), batch.end(), is_ack)) {
+    enqueue(batch);
+    return;
+  }
   if (!corked_ && queued_ == 0) {
     send_now(batch);
     return;

@@ -93,6 +93,10 @@ class UdpPort final : public engine::PacketPort {
   // the peer, polling for the ACK, has the answer when it has the ACK; ACKs are cumulative
   // and independent of the other direction's requests, so the order is free).
   void set_cork(bool on) { corked_ = on; }
+  // Holding ACKs (a receive whose ACKs may wait for the program's answer): while on, a
+  // batch of ACKs and CNPs only is queued as if corked; any other batch is sent as uncorked
+  // (its requests ahead of the queued ACKs), without copying its payload into the queue.
+  void set_hold_acks(bool on) { hold_acks_ = on; }
   void flush();
   size_t queued() const { return queued_; }
   bool queued_acks_only() const { return queued_ > 0 && queued_other_ == 0; }  // ACKs, CNPs
@@ -137,6 +141,7 @@ class UdpPort final : public engine::PacketPort {
   bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
   bool gro_ = false;  // UDP_GRO granted on the receive socket
   bool corked_ = false;
+  bool hold_acks_ = false;
   size_t queued_ = 0;
   size_t queued_other_ = 0;  // queued packets other than ACKs and CNPs
   std::vector<engine::WirePacket> joined_;  // requests then trailing ACKs (send)

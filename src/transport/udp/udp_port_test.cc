@@ -316,6 +316,30 @@ TEST(UdpPort, send__queue_with_other_packets_or_responses_sent__queue_first) {
             (std::vector<uint8_t>{kAck, kReadResp}));
 }
 
+TEST(UdpPort, send__holding_acks_queues_acks_only_and_sends_requests_at_once) {
+  auto a = open_port(kA), b = open_port(kB);
+  ASSERT_TRUE(a && b);
+  const uint16_t sport = a->source_port_for(0x45);
+  std::vector<uint8_t> ack(20, wire::kRcAck), write(40, wire::kRcWriteOnly);
+  a->set_hold_acks(true);
+  engine::WirePacket p = packet_to(*a, *b, sport, ack);
+  a->send({&p, 1});
+  EXPECT_EQ(a->queued(), 1u);  // held for the answer
+  EXPECT_TRUE(a->queued_acks_only());
+  EXPECT_FALSE(wait_readable(b->fd(), 50));
+  // A request goes at once, not through the queue, and the held ACK leaves after it.
+  p = packet_to(*a, *b, sport, write);
+  a->send({&p, 1});
+  EXPECT_EQ(a->queued(), 0u);
+  EXPECT_EQ(a->stats().tx_calls, 1u);
+  EXPECT_EQ(opcodes_received(*b, 2), (std::vector<uint8_t>{wire::kRcWriteOnly, wire::kRcAck}));
+  a->set_hold_acks(false);
+  p = packet_to(*a, *b, sport, ack);
+  a->send({&p, 1});  // not holding: an ACK goes at once
+  EXPECT_EQ(a->queued(), 0u);
+  EXPECT_EQ(opcodes_received(*b, 1), (std::vector<uint8_t>{wire::kRcAck}));
+}
+
 TEST(UdpPort, flush__sends_a_full_queue_of_corked_packets) {
   auto a = open_port(kA), b = open_port(kB);
   ASSERT_TRUE(a && b);
