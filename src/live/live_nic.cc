@@ -210,7 +210,7 @@ void LiveNic::kick() {
 uint64_t LiveNic::syscall_mark() const {
   const transport::UdpPortStats& s = impl_->port->stats();
   const engine::Counters& c = device_->counters();
-  return s.tx_packets + s.rx_calls + c.direct_writes + c.direct_reads + c.direct_fallbacks;
+  return s.tx_packets + s.rx_packets + c.direct_writes + c.direct_reads + c.direct_fallbacks;
 }
 
 uint64_t LiveNic::before_call_locked(bool post_send, uint64_t now) {

@@ -112,9 +112,9 @@ class LiveNic {
   uint64_t before_call_locked(bool post_send, uint64_t start);
   // mu_ held: uncorks, wakes the thread if it must. start, mark: the call's beginning.
   void after_call_locked(uint64_t start, uint64_t mark);
-  // What the device has done that takes time (datagrams sent, receive calls, direct
-  // copies): a call that left it unchanged ended about when it began, so its end time is
-  // taken from its start instead of the clock (a clock read is ~10 % of a 64 B message).
+  // What the device has done that takes time (datagrams sent or received, direct copies):
+  // a call that left it unchanged (an empty receive included, ~0.5 us) ended about when it
+  // began, so its end time is its start, not a clock read (~10 % of a 64 B message).
   uint64_t syscall_mark() const;
   // An application thread is in the device: the progress thread keeps off for a while
   // (see progress_loop), since such a thread posts and then polls, moving packets itself.

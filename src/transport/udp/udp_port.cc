@@ -527,7 +527,6 @@ size_t UdpPort::receive(RecvBatch& batch) {
   }
   batch.packets_.clear();
   batch.datagrams_ = 0;
-  ++stats_.rx_calls;
   // The receive socket, then the multicast group sockets (if any), starting after the one
   // read last time so that none starves the others.
   int r = -1;

@@ -31,7 +31,6 @@ struct UdpPortOptions {
 struct UdpPortStats {
   uint64_t tx_packets = 0, tx_dropped = 0, rx_packets = 0, rx_truncated = 0,
            rx_fault_dropped = 0,
-           rx_calls = 0,  // receive() calls, empty or not
            tx_calls = 0;  // sendmmsg calls that sent something
 };
 
