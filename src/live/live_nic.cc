@@ -257,7 +257,12 @@ void LiveNic::after_call_locked(uint64_t start, uint64_t mark) {
     kick();
     return;
   }
-  if (device_->next_timer_ns() < impl_->thread_deadline_ns) {
+  // An earlier timer: a sleeping thread must recompute its deadline. A deferring one need
+  // not: while the program calls, its polls run the timers, and the thread computes its
+  // deadline afresh when it stops deferring (a kick would only take a CPU from the program
+  // and start its backoff again).
+  if (device_->next_timer_ns() < impl_->thread_deadline_ns &&
+      !impl_->deferring.load(std::memory_order_relaxed)) {
     impl_->thread_deadline_ns = 0;  // the thread recomputes it; one kick is enough
     kick();
   }
