@@ -247,9 +247,9 @@ void LiveNic::after_call_locked(uint64_t start, uint64_t mark) {
   device_->set_direct_hold(false);
   const uint64_t held_until = impl_->pattern.held_until();
   if (held_until != 0 && now >= held_until) impl_->flush_port(now);  // no answer came
-  // Held-back packets or copies: a deferring progress thread wakes within defer_ns of this
-  // call and sends them; a sleeping one must be woken, unless it wakes before a held ACK
-  // is due anyway.
+  // Held-back packets or copies: the program's next call sends them, or a deferring progress
+  // thread at its next look (within its backoff, VRNIC_RECHECK_MAX_US at most); a sleeping
+  // one must be woken, unless it wakes before a held ACK is due anyway.
   const bool due_late = held_until == 0 || held_until < impl_->thread_deadline_ns;
   if (((impl_->port->queued() > 0 && due_late) || device_->direct_queued()) &&
       !impl_->deferring.load(std::memory_order_relaxed)) {
