@@ -9,12 +9,12 @@ namespace vrnic::engine {
 
 Device::Device(const DeviceConfig& config, PacketPort& port, Clock& clock, HostMemory& host,
                EventSink& events)
-    : impl_(std::make_unique<Impl>(config, port, clock, host, events)) {}
+    : impl_(std::make_unique<Impl>(config, port, clock, host, events)),
+      counters_(&impl_->core.ctr) {}
 
 Device::~Device() = default;
 
 const DeviceConfig& Device::config() const { return impl_->core.config; }
-Counters& Device::counters() { return impl_->core.ctr; }
 
 // --- PD / MR --------------------------------------------------------------------------------
 

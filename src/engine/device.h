@@ -70,7 +70,8 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   const DeviceConfig& config() const;
-  Counters& counters();
+  // Inline: the live device reads the counters on every verb call.
+  Counters& counters() { return *counters_; }
 
   // --- control path (return 0 or an errno, as the verbs do) -------------------------------
   Pd* alloc_pd();
@@ -184,6 +185,7 @@ class Device {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  Counters* counters_;  // impl_->core.ctr
   Qp* create_xrc_tgt(QpInitAttr& init, Errno& err);
 };
 

@@ -318,7 +318,7 @@ bool LiveNic::Impl::service_locked(int batches, uint64_t now, bool flush_direct)
 
 void LiveNic::Impl::publish_rates_locked(uint64_t now) {
   constexpr uint64_t kRatesPeriodNs = 1000000;
-  if (nic->device_->counters().rp_cnp_handled == 0 || now - rates_ns < kRatesPeriodNs) return;
+  if (now - rates_ns < kRatesPeriodNs || nic->device_->counters().rp_cnp_handled == 0) return;
   rates_ns = now;
   nic->device_->qp_rates(rates);
   counters_file.set_rates(rates);

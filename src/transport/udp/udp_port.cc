@@ -85,6 +85,8 @@ RecvBatch::RecvBatch(size_t capacity)
     h.msg_iovlen = 1;
     h.msg_name = &s.names[k];
     h.msg_control = &s.control[k * kCmsgBytes];
+    h.msg_namelen = sizeof(sockaddr_storage);
+    h.msg_controllen = kCmsgBytes;
   }
 }
 
@@ -482,7 +484,7 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
   size_t done = 0;
   int retries = 0;
   while (done < m) {
-    int r = sendmmsg(fd, msgs + done, static_cast<unsigned>(m - done), MSG_DONTWAIT);
+    int r = kernel_sendmmsg(fd, msgs + done, static_cast<unsigned>(m - done), MSG_DONTWAIT);
     if (r > 0) {
       ++stats_.tx_calls;
       for (int q = 0; q < r; ++q) stats_.tx_packets += pkts_in[done + q];
@@ -518,8 +520,9 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
 size_t UdpPort::receive(RecvBatch& batch) {
   RecvBatch::Slots& s = *batch.slots_;
   const size_t n = batch.capacity_;
-  // recvmmsg overwrites only these: reset them, the buffers stay wired from the constructor.
-  for (size_t k = 0; k < n; ++k) {
+  // recvmmsg overwrites only these, and only in the messages it fills: reset those of the
+  // last call (the rest are as the constructor left them; the buffers stay wired).
+  for (size_t k = 0; k < std::min(n, batch.filled_); ++k) {
     msghdr& h = s.msgs[k].msg_hdr;
     h.msg_namelen = sizeof(sockaddr_storage);
     h.msg_controllen = kCmsgBytes;
@@ -527,6 +530,7 @@ size_t UdpPort::receive(RecvBatch& batch) {
   }
   batch.packets_.clear();
   batch.datagrams_ = 0;
+  batch.filled_ = 0;
   // The receive socket, then the multicast group sockets (if any), starting after the one
   // read last time so that none starves the others.
   int r = -1;
@@ -535,7 +539,7 @@ size_t UdpPort::receive(RecvBatch& batch) {
     const size_t i = (rx_turn_ + t) % nfds;
     const int fd = i == 0 ? rx_fd_ : groups_[i - 1].fd;
     do {
-      r = recvmmsg(fd, s.msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT, nullptr);
+      r = kernel_recvmmsg(fd, s.msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT);
     } while (r < 0 && errno == EINTR);
     if (r > 0) {
       rx_turn_ = (i + 1) % nfds;
@@ -544,6 +548,7 @@ size_t UdpPort::receive(RecvBatch& batch) {
   }
   if (r <= 0) return 0;
   batch.datagrams_ = static_cast<size_t>(r);
+  batch.filled_ = static_cast<size_t>(r);
 
   for (int k = 0; k < r; ++k) {
     msghdr& h = s.msgs[k].msg_hdr;

@@ -57,6 +57,7 @@ class RecvBatch {
   struct Slots;
   size_t capacity_;
   size_t datagrams_ = 0;
+  size_t filled_ = 0;  // messages the last recvmmsg wrote into (their headers need a reset)
   std::unique_ptr<Slots> slots_;
   std::vector<engine::WirePacket> packets_;
 };
