@@ -12,7 +12,13 @@
 //    while (ib_write_lat spins on memory): the progress thread must then watch the socket.
 //    If the program came back (posted or polled) within defer_ns the last time, it is
 //    expected to again, and the thread is left in its deferral sleep, which ends defer_ns
-//    after the program's last call anyway.
+//    after the program's last call anyway. One late return is not enough to change that
+//    verdict: a busy-polling program that lost its CPU between a completion and its next
+//    call returns late once, and waking the thread for it (which then takes the socket and
+//    looks again and again as it backs off) took more CPU from the polling programs of a
+//    small machine than it saved: two in a row are. A program that has left (ib_write_lat
+//    spinning on memory) is found by the thread itself (on_quiet) at the end of its
+//    deferral.
 //
 // Times are the caller's monotonic ns; no clock, no lock (the device lock guards it).
 #pragma once
@@ -66,7 +72,8 @@ class CallPattern {
   // Any call of the program (post or poll) at `now`.
   void on_call(uint64_t now) {
     if (completion_ns_ == 0) return;
-    comes_back_ = now - completion_ns_ < defer_ns_;
+    late_returns_ = now - completion_ns_ < defer_ns_ ? 0 : late_returns_ + 1;
+    comes_back_ = late_returns_ < kLateReturnsToLeave;
     completion_ns_ = 0;
   }
   // The progress thread found the program quiet at `now` (past its deferral).
@@ -84,7 +91,9 @@ class CallPattern {
   bool replies_ = false;
   uint64_t made_ns_ = 0;      // the last receive that made packets (0: answered or none)
   uint64_t held_until_ = 0;   // held packets leave by then (0: none held)
+  static constexpr int kLateReturnsToLeave = 2;
   bool comes_back_ = false;
+  int late_returns_ = 0;  // returns later than defer_ns after completions, in a row
   uint64_t completion_ns_ = 0;  // the last poll with completions, not yet judged
 };
 

@@ -97,14 +97,31 @@ TEST(CallPattern, program_back_within_defer__expected_back) {
   EXPECT_TRUE(p.on_completions(20000));
 }
 
-TEST(CallPattern, program_back_late__not_expected_back) {
+TEST(CallPattern, program_back_late_twice__not_expected_back) {
   CallPattern p(kHold, kDefer);
   p.on_completions(1000);
   p.on_call(1000);
   ASSERT_TRUE(p.comes_back());
   p.on_completions(2000);
-  p.on_call(2000 + kDefer);
+  p.on_call(2000 + kDefer);  // once late (it lost its CPU): still expected back
+  EXPECT_TRUE(p.on_completions(200000));
+  p.on_call(200000 + kDefer);  // twice in a row: it leaves after completions
   EXPECT_FALSE(p.comes_back());
+  EXPECT_FALSE(p.on_completions(400000));
+}
+
+TEST(CallPattern, late_returns_not_in_a_row__still_expected_back) {
+  CallPattern p(kHold, kDefer);
+  uint64_t t = 1000;
+  for (int i = 0; i < 5; ++i) {
+    p.on_completions(t);
+    p.on_call(t + kDefer);  // late
+    t += 100000;
+    p.on_completions(t);
+    p.on_call(t + 1);  // back at once
+    t += 100000;
+    EXPECT_TRUE(p.comes_back()) << i;
+  }
 }
 
 TEST(CallPattern, thread_finds_program_gone__not_expected_back) {

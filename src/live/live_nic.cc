@@ -379,6 +379,7 @@ void LiveNic::Impl::progress_loop() {
   for (;;) {
     uint64_t deadline;
     bool more;
+    bool polls_back = false;  // the program polls and is expected back (CallPattern)
     // A thread busy-polling the CQ receives and runs timers itself (LiveNic::poll_cq): taking
     // the lock now would only make it wait, and on a small machine take its CPU. Sleep
     // until it has been quiet for defer_ns (or a kick), then look again.
@@ -425,11 +426,14 @@ void LiveNic::Impl::progress_loop() {
       if (port->queued() > 0 && pattern.held_until() != 0)
         deadline = std::min(deadline, pattern.held_until());  // an ACK held for an answer
       thread_deadline_ns = deadline;
+      polls_back = pattern.comes_back();
     }
     if (more) continue;  // the socket still holds packets: no need to ask poll
-    if (spin_ns != 0 && clock.now_ns() - rx_at < spin_ns) {
+    if (spin_ns != 0 && !polls_back && clock.now_ns() - rx_at < spin_ns) {
       // Packets came lately and the program is not in the device: look again without
-      // sleeping (a wake-up costs tens of µs; a passive responder answers sooner).
+      // sleeping (a wake-up costs tens of µs; a passive responder answers sooner). Not when
+      // the program is a poller expected back: it most likely lost its CPU, and on a small
+      // machine a spinning thread keeps it from getting one back (docs/live.md).
       __builtin_ia32_pause();
       continue;
     }
