@@ -16,7 +16,7 @@ inline int kernel_socket(int domain, int type, int protocol) {
 // Not through libc's wrappers either: those are thread cancellation points, which a verbs
 // provider's ibv_poll_cq never is, and a busy-polling program calls recvmmsg ~10 times per
 // round trip: the wrappers' cancellation bookkeeping took 3.7 % of an ib_send_lat client's
-// samples (docs/live.md, "The busy-polling path").
+// samples (docs/live.md, "poll_cq without a hand-off").
 inline int kernel_recvmmsg(int fd, mmsghdr* msgs, unsigned n, int flags) {
   return static_cast<int>(::syscall(SYS_recvmmsg, fd, msgs, n, flags, nullptr));
 }
