@@ -154,6 +154,39 @@ TEST(UdpPort, receive__more_than_a_batch_comes_in_batches) {
   EXPECT_EQ(b->receive(rb), 0u);
 }
 
+TEST(UdpPort, receive__reused_batch_keeps_control_room_for_later_gro_buffers) {
+  // recvmmsg shrinks a filled header's control length to what it wrote (no UDP_GRO message
+  // for a lone datagram); the port restores it before the next call, or the control messages
+  // of a later GRO buffer in that slot would be cut off (the kernel writes UDP_GRO first,
+  // then PKTINFO, then the TOS, which is lost).
+  auto a = open_port(kA), b = open_port(kB);
+  ASSERT_TRUE(a && b);
+  const uint16_t sport = a->source_port_for(5);
+  RecvBatch rb;
+  std::vector<std::vector<uint8_t>> lone = {std::vector<uint8_t>(20, 1),
+                                            std::vector<uint8_t>(30, 2),
+                                            std::vector<uint8_t>(40, 3)};
+  std::vector<engine::WirePacket> first;
+  for (const auto& l : lone) first.push_back(packet_to(*a, *b, sport, l));
+  a->send(first);  // growing sizes: three lone datagrams, slots 0-2
+  ASSERT_TRUE(wait_readable(b->fd()));
+  ASSERT_EQ(b->receive(rb), 3u);
+  std::vector<uint8_t> small(60, 4), big(100, 5);
+  std::vector<engine::WirePacket> groups;
+  for (int i = 0; i < 4; ++i) groups.push_back(packet_to(*a, *b, sport, small, 0x02));
+  for (int i = 0; i < 4; ++i) groups.push_back(packet_to(*a, *b, sport, big, 0x02));
+  a->send(groups);  // two offload groups: GRO buffers in slots 0 and 1
+  ASSERT_TRUE(wait_readable(b->fd()));
+  ASSERT_EQ(b->receive(rb), 8u);
+  for (size_t i = 0; i < 8; ++i) {  // the last 4 bytes are the ICRC slot, rewritten per IP ID
+    const auto& want = i < 4 ? small : big;
+    const auto got = rb.packets()[i].data;
+    ASSERT_EQ(got.size(), want.size()) << i;
+    EXPECT_TRUE(std::equal(want.begin(), want.end() - 4, got.begin())) << i;
+    EXPECT_EQ(rb.packets()[i].tos, 0x02) << i;  // ECT(0), the last control message
+  }
+}
+
 // The packets of one multi-packet message: a longer first one, equal middle ones, a shorter
 // last one, then a lone packet to the same peer.
 std::vector<std::vector<uint8_t>> message_payloads() {
