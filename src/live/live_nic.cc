@@ -308,7 +308,7 @@ bool LiveNic::Impl::service_locked(int batches, uint64_t now, bool flush_direct)
   bool more = false;
   for (int i = 0; i < batches; ++i) {
     receive_one_locked(now);
-    more = batch.datagrams() == batch.capacity();
+    more = batch.full();
     if (!more) break;
   }
   // The time at the start: a timer that fell due during the receive fires next time.

@@ -138,11 +138,18 @@ std::unique_ptr<UdpPort> UdpPort::open(const UdpPortOptions& options, int& err) 
     IpAddress ignored;
     IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&sa), ignored, &p->options_.port);
   }
+  // The destination address is covered by the ICRC. A socket bound to one unicast address
+  // receives only datagrams sent to it (multicast has sockets of its own), so PKTINFO is
+  // asked for only on a wildcard bind: on every receive it is a control message the kernel
+  // builds and the port parses, on the latency path of each packet.
+  const bool wildcard = std::all_of(options.address.bytes.begin(),
+                                    options.address.bytes.begin() + (options.address.ipv6 ? 16 : 4),
+                                    [](uint8_t b) { return b == 0; });
   if (options.address.ipv6) {
-    set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+    if (wildcard) set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
     set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
   } else {
-    set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
+    if (wildcard) set_int(fd, IPPROTO_IP, IP_PKTINFO, 1);
     set_int(fd, IPPROTO_IP, IP_RECVTOS, 1);
   }
   // UDP_GRO: a sender's segmentation-offload group arrives as one buffer (one skb, one copy)
@@ -535,18 +542,28 @@ size_t UdpPort::receive(RecvBatch& batch) {
   // read last time so that none starves the others.
   int r = -1;
   const size_t nfds = 1 + groups_.size();
+  const size_t ask = std::min(n, rx_ask_);
+  batch.asked_ = ask;
   for (size_t t = 0; t < nfds; ++t) {
     const size_t i = (rx_turn_ + t) % nfds;
     const int fd = i == 0 ? rx_fd_ : groups_[i - 1].fd;
     do {
-      r = kernel_recvmmsg(fd, s.msgs.data(), static_cast<unsigned>(n), MSG_DONTWAIT);
+      r = kernel_recvmmsg(fd, s.msgs.data(), static_cast<unsigned>(ask), MSG_DONTWAIT);
     } while (r < 0 && errno == EINTR);
     if (r > 0) {
       rx_turn_ = (i + 1) % nfds;
       break;
     }
   }
-  if (r <= 0) return 0;
+  // How many datagrams to ask for next time. recvmmsg tries one more message than it finds
+  // (a header copied in, a failed dequeue: about half an empty receive), so a lone datagram
+  // after a quiet socket (a ping-pong, each side busy-polling) makes the next call ask for
+  // one; a receive that finds more than one, or follows another that found some, asks for
+  // a whole batch again.
+  const bool got = r > 0;
+  rx_ask_ = got && r == 1 && !rx_prev_got_ ? 1 : (got ? RecvBatch::kMaxBatch : rx_ask_);
+  rx_prev_got_ = got;
+  if (!got) return 0;
   batch.datagrams_ = static_cast<size_t>(r);
   batch.filled_ = static_cast<size_t>(r);
 

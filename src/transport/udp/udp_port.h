@@ -51,12 +51,15 @@ class RecvBatch {
   size_t capacity() const { return capacity_; }
   // Datagrams the last receive took from the socket (before drops and injected faults).
   size_t datagrams() const { return datagrams_; }
+  // The last receive took as many datagrams as it asked for: the socket may hold more.
+  bool full() const { return datagrams_ > 0 && datagrams_ == asked_; }
 
  private:
   friend class UdpPort;
   struct Slots;
   size_t capacity_;
   size_t datagrams_ = 0;
+  size_t asked_ = 0;   // datagrams the last receive asked for (UdpPort's choice)
   size_t filled_ = 0;  // messages the last recvmmsg wrote into (their headers need a reset)
   std::unique_ptr<Slots> slots_;
   std::vector<engine::WirePacket> packets_;
@@ -102,8 +105,9 @@ class UdpPort final : public engine::PacketPort {
   bool queued_acks_only() const { return queued_ > 0 && queued_other_ == 0; }  // ACKs, CNPs
   static constexpr size_t kMaxCorked = 64;
 
-  // Receives, without blocking, as many packets as are waiting (up to batch.capacity());
-  // batch.packets() then holds them. Returns their number (0 if none).
+  // Receives, without blocking, the packets waiting, up to batch.capacity() datagrams (one
+  // after a lone datagram on a quiet socket, see receive()); batch.packets() then holds them.
+  // Returns their number (0 if none); batch.full() says whether more may wait.
   size_t receive(RecvBatch& batch);
 
  private:
@@ -137,6 +141,8 @@ class UdpPort final : public engine::PacketPort {
   int epoll_fd_ = -1;               // rx_fd_ and the group sockets
   std::vector<GroupSocket> groups_;
   size_t rx_turn_ = 0;              // which socket receive() reads first (fairness)
+  size_t rx_ask_ = RecvBatch::kMaxBatch;  // datagrams the next receive asks for (1 or a batch)
+  bool rx_prev_got_ = false;              // the last receive found datagrams
   int granted_rcvbuf_ = 0;
   bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
   bool gro_ = false;  // UDP_GRO granted on the receive socket

@@ -106,7 +106,7 @@ TEST(UdpPort, send__batch_arrives_with_addresses_ports_and_tos) {
     EXPECT_EQ(got[i].bytes, payloads[i]) << i;
     EXPECT_FALSE(p.ip.ipv6);
     EXPECT_EQ(p.ip.src, kA.bytes);
-    EXPECT_EQ(p.ip.dst, kB.bytes);  // from IP_PKTINFO
+    EXPECT_EQ(p.ip.dst, kB.bytes);  // the address the socket is bound to
     EXPECT_EQ(p.ip.src_port, sport);
     EXPECT_EQ(p.ip.dst_port, b->port());
     EXPECT_EQ(p.ip.ip_id, 0);
@@ -151,6 +151,32 @@ TEST(UdpPort, receive__more_than_a_batch_comes_in_batches) {
   ASSERT_TRUE(wait_readable(b->fd()));
   EXPECT_EQ(b->receive(rb), 64u);
   EXPECT_EQ(b->receive(rb), 36u);
+  EXPECT_EQ(b->receive(rb), 0u);
+}
+
+TEST(UdpPort, receive__lone_datagram_after_quiet_socket_asks_for_one_then_for_a_batch) {
+  // A ping-pong receives one datagram after empty polls: the next receive asks for one
+  // (recvmmsg would otherwise try a second message and fail); datagrams that keep coming
+  // are taken a batch at a time again.
+  auto a = open_port(kA, nullptr, false), b = open_port(kB, nullptr, false);
+  std::vector<uint8_t> bytes(32, 1);
+  const engine::WirePacket p = packet_to(*a, *b, a->source_port_for(9), bytes);
+  RecvBatch rb(64);
+  EXPECT_EQ(b->receive(rb), 0u);
+  a->send({&p, 1});
+  ASSERT_TRUE(wait_readable(b->fd()));
+  EXPECT_EQ(b->receive(rb), 1u);
+  EXPECT_FALSE(rb.full());  // asked for a batch, got one
+  EXPECT_EQ(b->receive(rb), 0u);
+  std::vector<engine::WirePacket> five(5, p);
+  a->send(five);
+  ASSERT_TRUE(wait_readable(b->fd()));
+  EXPECT_EQ(b->receive(rb), 1u);
+  EXPECT_TRUE(rb.full());  // asked for one: more may wait
+  EXPECT_EQ(b->receive(rb), 1u);  // still one: a lone datagram again, as far as it knew
+  EXPECT_TRUE(rb.full());
+  EXPECT_EQ(b->receive(rb), 3u);  // two receives in a row found some: a batch
+  EXPECT_FALSE(rb.full());
   EXPECT_EQ(b->receive(rb), 0u);
 }
 
