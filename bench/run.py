@@ -53,7 +53,8 @@ def vrnic_perftest(bindir, tool, size, iters, direct=False):
         rows = BW_ROW.findall(out)
         return {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB, "msg_rate": float(rows[-1][4]) * 1e6} if rows else None
     rows = LAT_ROW.findall(out)
-    return {"lat_us": float(rows[-1][5])} if rows else None  # t_avg, one-way (peers: averages)
+    # t_avg, one-way (peers: averages); t_typical beside it
+    return {"lat_us": float(rows[-1][5]), "lat_typical_us": float(rows[-1][4])} if rows else None
 
 
 def vrnic_qps_bw(bindir, qps, size=65536, seconds=4):
@@ -161,8 +162,10 @@ def ucx(test, size, iters):
                   out, re.M)
     if not m:
         return None
-    return {"lat_us": float(m.group(1)), "bw_Bps": float(m.group(5)) * 1048576,
-            "msg_rate": float(m.group(7))}
+    # Latency columns: 50th percentile, average of the last report, overall average. The
+    # targets compare averages (perftest's t_avg, qperf's and sockperf's averages).
+    return {"lat_us": float(m.group(3)), "lat_median_us": float(m.group(1)),
+            "bw_Bps": float(m.group(5)) * 1048576, "msg_rate": float(m.group(7))}
 
 
 def main():
