@@ -30,6 +30,7 @@ class FaultInjector {
     uint64_t lost = 0, duplicated = 0, reordered = 0, corrupted = 0;
   };
   const Stats& stats() const { return stats_; }
+  const FaultConfig& config() const { return config_; }
 
  private:
   uint64_t next();      // splitmix64

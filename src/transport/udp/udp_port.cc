@@ -6,11 +6,14 @@
 #include <netinet/udp.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "transport/udp/fault_injector.h"
 #include "transport/udp/kernel_socket.h"
@@ -23,10 +26,8 @@
 namespace vrnic::transport {
 namespace {
 
-constexpr size_t kCmsgBytes = 128;  // room for PKTINFO + TOS/TCLASS + UDP_GRO
 // TOS/TCLASS + UDP_SEGMENT.
 constexpr size_t kSendCmsgBytes = CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(uint16_t));
-constexpr uint16_t kIpFlagDf = 0x4000;
 
 uint32_t mix32(uint32_t x) {  // a 32-bit finaliser: every QPN bit moves every port bit
   x ^= x >> 16;
@@ -60,41 +61,11 @@ uint16_t preferred_source_port(uint32_t qpn) {
   return static_cast<uint16_t>(0xC000 | (mix32(qpn & 0xFFFFFF) & 0x3FFF));
 }
 
-// ---- RecvBatch ----------------------------------------------------------------------------
-
-struct RecvBatch::Slots {
-  explicit Slots(size_t n)
-      : data(n * kSlotBytes), names(n), control(n * kCmsgBytes), iov(n), msgs(n) {}
-  std::vector<uint8_t> data;
-  std::vector<sockaddr_storage> names;
-  std::vector<uint8_t> control;
-  std::vector<iovec> iov;
-  std::vector<mmsghdr> msgs;
-};
-
-RecvBatch::RecvBatch(size_t capacity)
-    : capacity_(capacity == 0 ? 1 : capacity), slots_(std::make_unique<Slots>(capacity_)) {
-  packets_.reserve(capacity_ * 2);  // room for injected duplicates
-  Slots& s = *slots_;
-  std::memset(s.msgs.data(), 0, sizeof(mmsghdr) * capacity_);
-  for (size_t k = 0; k < capacity_; ++k) {
-    msghdr& h = s.msgs[k].msg_hdr;
-    s.iov[k].iov_base = &s.data[k * kSlotBytes];
-    s.iov[k].iov_len = kSlotBytes;
-    h.msg_iov = &s.iov[k];
-    h.msg_iovlen = 1;
-    h.msg_name = &s.names[k];
-    h.msg_control = &s.control[k * kCmsgBytes];
-    h.msg_namelen = sizeof(sockaddr_storage);
-    h.msg_controllen = kCmsgBytes;
-  }
-}
-
-RecvBatch::~RecvBatch() = default;
-
 // ---- UdpPort: setup -----------------------------------------------------------------------
 
-int UdpPort::open_socket(uint16_t port, int& err) {
+UdpPort::UdpPort(const UdpPortOptions& options) : options_(options) {}
+
+int UdpPort::open_socket(uint16_t port, int& err, bool reuse_port) {
   const bool v6 = options_.address.ipv6;
   int fd = kernel_socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
@@ -102,7 +73,9 @@ int UdpPort::open_socket(uint16_t port, int& err) {
     return -1;
   }
   // No SO_REUSEADDR: the exclusive bind of (address, 4791) is what keeps two processes from
-  // taking one device address.
+  // taking one device address (a port with several queues shares it among its own sockets
+  // and holds an address lock instead, see open_queues).
+  if (reuse_port) set_int(fd, SOL_SOCKET, SO_REUSEPORT, 1);
   if (v6) {
     set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);
     // DF: never fragment; RoCE packets must arrive whole (IBA A17.4: no IP fragmentation).
@@ -126,26 +99,16 @@ int UdpPort::open_socket(uint16_t port, int& err) {
   return fd;
 }
 
-std::unique_ptr<UdpPort> UdpPort::open(const UdpPortOptions& options, int& err) {
-  std::unique_ptr<UdpPort> p(new UdpPort(options));
-  int fd = p->open_socket(options.port, err);
-  if (fd < 0) return nullptr;
-  p->rx_fd_ = fd;
-  if (options.port == 0) {  // an ephemeral port (tests): learn which one the kernel gave
-    sockaddr_storage sa;
-    socklen_t len = sizeof sa;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-    IpAddress ignored;
-    IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&sa), ignored, &p->options_.port);
-  }
+// What every receive socket asks for: the fields the ICRC covers and the received TOS, GRO.
+void UdpPort::set_receive_options(int fd) {
   // The destination address is covered by the ICRC. A socket bound to one unicast address
   // receives only datagrams sent to it (multicast has sockets of its own), so PKTINFO is
   // asked for only on a wildcard bind: on every receive it is a control message the kernel
   // builds and the port parses, on the latency path of each packet.
-  const bool wildcard = std::all_of(options.address.bytes.begin(),
-                                    options.address.bytes.begin() + (options.address.ipv6 ? 16 : 4),
+  const IpAddress& a = options_.address;
+  const bool wildcard = std::all_of(a.bytes.begin(), a.bytes.begin() + (a.ipv6 ? 16 : 4),
                                     [](uint8_t b) { return b == 0; });
-  if (options.address.ipv6) {
+  if (a.ipv6) {
     if (wildcard) set_int(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
     set_int(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
   } else {
@@ -154,14 +117,64 @@ std::unique_ptr<UdpPort> UdpPort::open(const UdpPortOptions& options, int& err) 
   }
   // UDP_GRO: a sender's segmentation-offload group arrives as one buffer (one skb, one copy)
   // and is cut back into its datagrams here; without it the kernel segments on receive.
-  p->gro_ = options.offload && set_int(fd, SOL_UDP, UDP_GRO, 1) == 0;
+  gro_ = options_.offload && set_int(fd, SOL_UDP, UDP_GRO, 1) == 0;
+  grow_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, options_.buffer_bytes);
+  grow_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, options_.buffer_bytes);
+}
+
+// Binds the receive queues' sockets; 0 or an errno value (EADDRINUSE: the address is taken).
+// Several queues share (address, port) with SO_REUSEPORT, which any socket of the same user
+// could join as well: the device's claim on the address is then an abstract Unix socket
+// named after it (per network namespace, like the address; gone when the process is), taken
+// before the first bind, so a second device never slips into the group.
+int UdpPort::open_queues(int& err) {
+  const size_t n = std::clamp<size_t>(options_.rx_queues, 1, UdpPortOptions::kMaxRxQueues);
+  if (n > 1) {
+    if (options_.port == 0) return err = EINVAL;  // an ephemeral port cannot be shared
+    lock_fd_ = kernel_socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    const std::string name =
+        "vrnic.udp." + options_.address.to_string() + "." + std::to_string(options_.port);
+    std::memcpy(un.sun_path + 1, name.data(), std::min(name.size(), sizeof un.sun_path - 2));
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (lock_fd_ < 0 || bind(lock_fd_, reinterpret_cast<sockaddr*>(&un), len) != 0)
+      return err = (lock_fd_ < 0 ? errno : EADDRINUSE);
+  }
+  rxq_ = std::vector<RxQueue>(n);
+  for (size_t i = 0; i < n; ++i) {
+    rxq_[i].fd = open_socket(options_.port, err, n > 1);
+    if (rxq_[i].fd < 0) return err;
+    set_receive_options(rxq_[i].fd);
+    if (i == 0) {
+      rxq_[0].faults = options_.faults;
+    } else if (options_.faults) {  // the same faults, each queue its own seeded stream
+      FaultConfig fc = options_.faults->config();
+      fc.seed += i;
+      rxq_[i].own_faults = std::make_unique<FaultInjector>(fc);
+      rxq_[i].faults = rxq_[i].own_faults.get();
+    }
+  }
+  return err = 0;
+}
+
+std::unique_ptr<UdpPort> UdpPort::open(const UdpPortOptions& options, int& err) {
+  std::unique_ptr<UdpPort> p(new UdpPort(options));
+  if (p->open_queues(err) != 0) return nullptr;
+  const int fd = p->rxq_[0].fd;
+  if (options.port == 0) {  // an ephemeral port (tests): learn which one the kernel gave
+    sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    IpAddress ignored;
+    IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&sa), ignored, &p->options_.port);
+  }
   p->gso_ = options.offload;
-  grow_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, options.buffer_bytes);
-  grow_buffer(fd, SO_SNDBUFFORCE, SO_SNDBUF, options.buffer_bytes);
   p->granted_rcvbuf_ = get_int(fd, SOL_SOCKET, SO_RCVBUF);
-  debug_log("udp %s:%u: SO_RCVBUF asked %d granted %d, SO_SNDBUF granted %d",
-            options.address.to_string().c_str(), p->options_.port, options.buffer_bytes,
-            p->granted_rcvbuf_, get_int(fd, SOL_SOCKET, SO_SNDBUF));
+  debug_log("udp %s:%u: %zu receive queue(s), SO_RCVBUF asked %d granted %d, SO_SNDBUF "
+            "granted %d", options.address.to_string().c_str(), p->options_.port,
+            p->rxq_.size(), options.buffer_bytes, p->granted_rcvbuf_,
+            get_int(fd, SOL_SOCKET, SO_SNDBUF));
   p->pool_.resize(options.source_ports == 0 ? 1 : options.source_ports);
   p->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (p->epoll_fd_ >= 0) {
@@ -226,7 +239,9 @@ UdpPort::~UdpPort() {
     if (s.fd >= 0) close(s.fd);
   for (auto& g : groups_) close(g.fd);
   if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (rx_fd_ >= 0) close(rx_fd_);
+  for (auto& q : rxq_)
+    if (q.fd >= 0) close(q.fd);
+  if (lock_fd_ >= 0) close(lock_fd_);
 }
 
 // ---- source ports -------------------------------------------------------------------------
@@ -258,7 +273,7 @@ uint16_t UdpPort::source_port_for(uint32_t qpn) {
 }
 
 int UdpPort::send_fd_for(uint16_t src_port) {
-  if (src_port == options_.port) return rx_fd_;
+  if (src_port == options_.port) return rxq_[0].fd;
   for (const auto& s : pool_)
     if (s.fd >= 0 && s.port == src_port) return s.fd;
   for (const auto& s : extra_)
@@ -376,7 +391,7 @@ void UdpPort::send_now(std::span<const engine::WirePacket> batch) {
       ++j;
     int fd = send_fd_for(batch[i].ip.src_port);
     if (fd < 0) {
-      stats_.tx_dropped += j - i;
+      tx_stats_.tx_dropped += j - i;
     } else {
       send_run(fd, batch.subspan(i, j - i));
     }
@@ -423,7 +438,7 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
   for (size_t k = 0; k < n;) {
     const engine::WirePacket& p = run[k];
     if (p.ip.ipv6 != options_.address.ipv6) {  // no route between address families
-      ++stats_.tx_dropped;
+      ++tx_stats_.tx_dropped;
       ++k;
       continue;
     }
@@ -493,8 +508,8 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
   while (done < m) {
     int r = kernel_sendmmsg(fd, msgs + done, static_cast<unsigned>(m - done), MSG_DONTWAIT);
     if (r > 0) {
-      ++stats_.tx_calls;
-      for (int q = 0; q < r; ++q) stats_.tx_packets += pkts_in[done + q];
+      ++tx_stats_.tx_calls;
+      for (int q = 0; q < r; ++q) tx_stats_.tx_packets += pkts_in[done + q];
       done += static_cast<size_t>(r);
       continue;
     }
@@ -517,121 +532,9 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
     }
     // This message cannot go (EMSGSIZE, unreachable...): drop it, as a wire would.
     debug_log("udp: send failed: %s", std::strerror(errno));
-    stats_.tx_dropped += pkts_in[done];
+    tx_stats_.tx_dropped += pkts_in[done];
     ++done;
   }
-}
-
-// ---- receive ------------------------------------------------------------------------------
-
-size_t UdpPort::receive(RecvBatch& batch) {
-  RecvBatch::Slots& s = *batch.slots_;
-  const size_t n = batch.capacity_;
-  // recvmmsg overwrites only these, and only in the messages it fills: reset those of the
-  // last call (the rest are as the constructor left them; the buffers stay wired).
-  for (size_t k = 0; k < std::min(n, batch.filled_); ++k) {
-    msghdr& h = s.msgs[k].msg_hdr;
-    h.msg_namelen = sizeof(sockaddr_storage);
-    h.msg_controllen = kCmsgBytes;
-    h.msg_flags = 0;
-  }
-  batch.packets_.clear();
-  batch.datagrams_ = 0;
-  batch.filled_ = 0;
-  // The receive socket, then the multicast group sockets (if any), starting after the one
-  // read last time so that none starves the others.
-  int r = -1;
-  const size_t nfds = 1 + groups_.size();
-  const size_t ask = std::min(n, rx_ask_);
-  batch.asked_ = ask;
-  for (size_t t = 0; t < nfds; ++t) {
-    const size_t i = (rx_turn_ + t) % nfds;
-    const int fd = i == 0 ? rx_fd_ : groups_[i - 1].fd;
-    do {
-      r = kernel_recvmmsg(fd, s.msgs.data(), static_cast<unsigned>(ask), MSG_DONTWAIT);
-    } while (r < 0 && errno == EINTR);
-    if (r > 0) {
-      rx_turn_ = (i + 1) % nfds;
-      break;
-    }
-  }
-  // How many datagrams to ask for next time. recvmmsg tries one more message than it finds
-  // (a header copied in, a failed dequeue: about half an empty receive), so a lone datagram
-  // after a quiet socket (a ping-pong, each side busy-polling) makes the next call ask for
-  // one; a receive that finds more than one, or follows another that found some, asks for
-  // a whole batch again.
-  const bool got = r > 0;
-  rx_ask_ = got && r == 1 && !rx_prev_got_ ? 1 : (got ? RecvBatch::kMaxBatch : rx_ask_);
-  rx_prev_got_ = got;
-  if (!got) return 0;
-  batch.datagrams_ = static_cast<size_t>(r);
-  batch.filled_ = static_cast<size_t>(r);
-
-  for (int k = 0; k < r; ++k) {
-    msghdr& h = s.msgs[k].msg_hdr;
-    if (h.msg_flags & MSG_TRUNC) {  // longer than any packet vrnic sends or accepts
-      ++stats_.rx_truncated;
-      continue;
-    }
-    engine::WirePacket p;
-    IpAddress src;
-    uint16_t src_port = 0;
-    if (!IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(h.msg_name), src, &src_port))
-      continue;
-    p.ip.ipv6 = src.ipv6;
-    p.ip.src = src.bytes;
-    p.ip.src_port = src_port;
-    p.ip.dst_port = options_.port;
-    p.ip.dst = options_.address.bytes;  // unless PKTINFO says otherwise
-    // The socket does not reveal the IPv4 ID; assume what a Linux sender with DF uses.
-    // wire::verify_icrc recovers any other ID (see its comment).
-    p.ip.ip_id = 0;
-    p.ip.ip_flags_frag = kIpFlagDf;
-    size_t gro_size = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
-      if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO) {
-        in_pktinfo pi;
-        std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
-        std::memcpy(p.ip.dst.data(), &pi.ipi_addr, 4);
-      } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
-        p.tos = *CMSG_DATA(c);
-      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO) {
-        in6_pktinfo pi;
-        std::memcpy(&pi, CMSG_DATA(c), sizeof pi);
-        std::memcpy(p.ip.dst.data(), &pi.ipi6_addr, 16);
-      } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
-        int tclass = 0;
-        std::memcpy(&tclass, CMSG_DATA(c), sizeof tclass);
-        p.tos = static_cast<uint8_t>(tclass);
-      } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-        int size = 0;
-        std::memcpy(&size, CMSG_DATA(c), sizeof size);
-        gro_size = size > 0 ? static_cast<size_t>(size) : 0;
-      }
-    }
-    // A GRO buffer holds datagrams of gso_size bytes back to back (the last may be
-    // shorter): each is one RoCE packet, with the same addresses and TOS.
-    const uint8_t* base = &s.data[k * RecvBatch::kSlotBytes];
-    size_t len = s.msgs[k].msg_len;
-    size_t seg = gro_size ? gro_size : len;
-    if (seg == 0) seg = len;
-    for (size_t off = 0; off < len || off == 0; off += seg) {
-      p.data = std::span<const uint8_t>(base + off, std::min(seg, len - off));
-      // Segment i of a GRO buffer left its sender as segment i of one UDP_SEGMENT send,
-      // which the kernel numbered with IP ID i (see gso_group_end).
-      if (!p.ip.ipv6) p.ip.ip_id = static_cast<uint16_t>(off / seg);
-      if (options_.pcap) options_.pcap->write_packet(p.ip, p.tos, p.data);
-      batch.packets_.push_back(p);
-      if (len == 0) break;
-    }
-  }
-  stats_.rx_packets += batch.packets_.size();
-  if (options_.faults) {
-    size_t before = batch.packets_.size();
-    options_.faults->apply(batch.packets_);
-    if (batch.packets_.size() < before) stats_.rx_fault_dropped += before - batch.packets_.size();
-  }
-  return batch.packets_.size();
 }
 
 }  // namespace vrnic::transport

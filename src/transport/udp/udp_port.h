@@ -4,6 +4,7 @@
 #pragma once
 #include <sys/socket.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,6 +27,12 @@ struct UdpPortOptions {
   PcapWriter* pcap = nullptr;           // tap: every frame sent and received
   FaultInjector* faults = nullptr;      // applied to received packets (tests, experiments)
   bool offload = true;                  // UDP_SEGMENT on send, UDP_GRO on receive
+  // Receive sockets (queues) on (address, port). More than one share it with SO_REUSEPORT:
+  // the kernel hashes each flow (source address and port) to one of them, so a flow's
+  // datagrams stay in order on its queue, and different queues can be read by different
+  // threads. Needs a fixed port.
+  size_t rx_queues = 1;
+  static constexpr size_t kMaxRxQueues = 64;
 };
 
 struct UdpPortStats {
@@ -46,6 +53,8 @@ class RecvBatch {
   ~RecvBatch();
   RecvBatch(const RecvBatch&) = delete;
   RecvBatch& operator=(const RecvBatch&) = delete;
+
+  static constexpr size_t kCmsgBytes = 128;  // room for PKTINFO + TOS/TCLASS + UDP_GRO
 
   std::span<const engine::WirePacket> packets() const { return packets_; }
   size_t capacity() const { return capacity_; }
@@ -72,13 +81,18 @@ class UdpPort final : public engine::PacketPort {
   static std::unique_ptr<UdpPort> open(const UdpPortOptions& options, int& err);
   ~UdpPort() override;
 
-  // Readable when a packet waits on the receive socket or on a multicast group's socket
-  // (an epoll set of them).
-  int fd() const { return epoll_fd_ >= 0 ? epoll_fd_ : rx_fd_; }
+  // Readable when a packet waits on the first receive queue or on a multicast group's
+  // socket (an epoll set of them).
+  int fd() const { return epoll_fd_ >= 0 ? epoll_fd_ : rxq_[0].fd; }
+  // The socket of receive queue i (0 .. rx_queues() - 1).
+  int queue_fd(size_t i) const { return rxq_[i].fd; }
+  size_t rx_queues() const { return rxq_.size(); }
   const IpAddress& address() const { return options_.address; }
   uint16_t port() const { return options_.port; }
   int granted_rcvbuf() const { return granted_rcvbuf_; }
-  const UdpPortStats& stats() const { return stats_; }
+  // Sent counts, and received ones summed over the queues (each read whole, not as one
+  // snapshot while other threads receive).
+  UdpPortStats stats() const;
 
   void send(std::span<const engine::WirePacket> batch) override;
   // 0xC000 | 14 bits chosen by a hash of the QPN, then the pool socket actually bound for
@@ -105,10 +119,15 @@ class UdpPort final : public engine::PacketPort {
   bool queued_acks_only() const { return queued_ > 0 && queued_other_ == 0; }  // ACKs, CNPs
   static constexpr size_t kMaxCorked = 64;
 
-  // Receives, without blocking, the packets waiting, up to batch.capacity() datagrams (one
-  // after a lone datagram on a quiet socket, see receive()); batch.packets() then holds them.
-  // Returns their number (0 if none); batch.full() says whether more may wait.
+  // Receives, without blocking, the packets waiting on the first queue and the multicast
+  // groups, up to batch.capacity() datagrams (one after a lone datagram on a quiet socket);
+  // batch.packets() then holds them. Returns their number (0 if none); batch.full() says
+  // whether more may wait.
   size_t receive(RecvBatch& batch);
+  // The same on receive queue `queue` (0: as above). Calls on different queues may run at
+  // once on different threads, beside the single-threaded calls above; one queue is read
+  // by one thread at a time.
+  size_t receive(RecvBatch& batch, size_t queue);
 
  private:
   struct SendSocket {
@@ -116,8 +135,24 @@ class UdpPort final : public engine::PacketPort {
     int fd = -1;
   };
 
-  explicit UdpPort(const UdpPortOptions& options) : options_(options) {}
-  int open_socket(uint16_t port, int& err);  // bound to (address, port); -1 on failure
+  // One receive socket and what receiving on it keeps: written only by the thread reading
+  // it, the counters read by any.
+  struct RxQueue {
+    int fd = -1;
+    size_t ask = RecvBatch::kMaxBatch;  // datagrams the next receive asks for (1 or a batch)
+    bool prev_got = false;              // the last receive found datagrams
+    FaultInjector* faults = nullptr;    // the options' for queue 0, an own one for the others
+    std::unique_ptr<FaultInjector> own_faults;
+    std::atomic<uint64_t> rx_packets{0}, rx_truncated{0}, rx_fault_dropped{0};
+  };
+
+  explicit UdpPort(const UdpPortOptions& options);  // in the .cc: RxQueue is complete there
+  // Bound to (address, port), sharing it if reuse_port; -1 on failure.
+  int open_socket(uint16_t port, int& err, bool reuse_port = false);
+  void set_receive_options(int fd);
+  int open_queues(int& err);
+  int recv_datagrams(RecvBatch& batch, size_t queue);
+  bool read_header(const msghdr& h, engine::WirePacket& p, size_t& gro_size) const;
   int send_fd_for(uint16_t src_port);
   void send_run(int fd, std::span<const engine::WirePacket> run);
   void send_now(std::span<const engine::WirePacket> batch);
@@ -137,12 +172,11 @@ class UdpPort final : public engine::PacketPort {
   };
 
   UdpPortOptions options_;
-  int rx_fd_ = -1;
-  int epoll_fd_ = -1;               // rx_fd_ and the group sockets
+  std::vector<RxQueue> rxq_;        // at least one
+  int lock_fd_ = -1;                // the address lock of a port with several queues
+  int epoll_fd_ = -1;               // the first queue's socket and the group sockets
   std::vector<GroupSocket> groups_;
   size_t rx_turn_ = 0;              // which socket receive() reads first (fairness)
-  size_t rx_ask_ = RecvBatch::kMaxBatch;  // datagrams the next receive asks for (1 or a batch)
-  bool rx_prev_got_ = false;              // the last receive found datagrams
   int granted_rcvbuf_ = 0;
   bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
   bool gro_ = false;  // UDP_GRO granted on the receive socket
@@ -157,7 +191,7 @@ class UdpPort final : public engine::PacketPort {
   std::vector<std::vector<uint8_t>> queue_bufs_;  // their bytes (capacity kept: no allocation once warm)
   std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use
   std::vector<SendSocket> extra_;    // sockets for source ports outside the pool
-  UdpPortStats stats_;
+  UdpPortStats tx_stats_;  // the send side's counts (received ones are per queue)
 };
 
 // The preferred UDP source port of a QP: RoCEv2 Annex A17.5 leaves the source port to the
