@@ -149,6 +149,28 @@ struct LiveNic::Impl {
   // timers if one is due. Returns true if the socket may still hold packets (mu_).
   bool service_locked(int batches, uint64_t now, bool flush_direct = true);
   void receive_one_locked(uint64_t now);
+  // Hands received packets to the engine; ACKs they make may be held for the program's
+  // answer (CallPattern) when the program's own poll received them.
+  void deliver_locked(std::span<const engine::WirePacket> packets, uint64_t now, bool may_hold);
+
+  // Receive queues after the first (VRNIC_RX_QUEUES): a thread each, which sleeps on its
+  // socket and receives without the device lock, so the kernel's copies of several queues
+  // run on several cores, then hands the batch to the engine under it. `mu` is held from
+  // the receive to the engine: a queue's packets enter the engine in the order its socket
+  // delivered them, whoever reads it (the thread, or a program's poll_cq with try_lock).
+  struct RxThread {
+    explicit RxThread(size_t q) : queue(q) {}
+    size_t queue;
+    std::mutex mu;
+    transport::RecvBatch batch;
+    std::thread* thread = nullptr;
+  };
+  std::vector<std::unique_ptr<RxThread>> rx_threads;
+  int stop_fd = -1;        // written once at shutdown: every queue thread returns
+  size_t poll_turn = 0;    // the extra queue the next empty poll_cq reads (mu_)
+  void queue_loop(RxThread& q);
+  bool queue_receive(RxThread& q);  // q.mu held: one batch into the engine; true if full
+  void poll_queue_locked(uint64_t now);
   std::atomic<uint64_t> last_poll_ns{0};  // last empty LiveNic::poll_cq; 0 after completions
   uint64_t prev_call_end_ns = 0;  // when the program's last post or poll ended (mu_)
   bool in_burst = false;      // the last call was held; until the next poll (mu_)
@@ -175,6 +197,7 @@ LiveNic::~LiveNic() {
   impl_->device.reset();  // before the port and the counters mapping it points to
   device_ = nullptr;
   if (impl_->kick_fd >= 0) close(impl_->kick_fd);
+  if (impl_->stop_fd >= 0) close(impl_->stop_fd);
   delete impl_;
 }
 
@@ -208,7 +231,7 @@ void LiveNic::kick() {
 }
 
 uint64_t LiveNic::syscall_mark() const {
-  const transport::UdpPortStats& s = impl_->port->stats();
+  const transport::UdpPortStats s = impl_->port->stats();
   const engine::Counters& c = device_->counters();
   return s.tx_packets + s.rx_packets + c.direct_writes + c.direct_reads + c.direct_fallbacks;
 }
@@ -282,16 +305,23 @@ void LiveNic::Impl::flush_port(uint64_t now) {
 // One receive batch. If the program answers what it receives, the ACKs the receive makes
 // are held to leave with the answer (CallPattern), unless it made other packets too.
 void LiveNic::Impl::receive_one_locked(uint64_t now) {
+  port->receive(batch);
+  deliver_locked(batch.packets(), now, true);
+}
+
+void LiveNic::Impl::deliver_locked(std::span<const engine::WirePacket> packets, uint64_t now,
+                                   bool may_hold) {
+  if (packets.empty()) return;
   engine::Device& device = *nic->device_;
-  const bool hold = pattern.hold_receives();
+  const bool hold = may_hold && pattern.hold_receives();
   const uint64_t tx_before = device.counters().tx_packets;
   const uint64_t sent_before = port->stats().tx_packets;
   // Only ACKs wait in the port: data the receive lets go (an ACK that opened a window)
   // leaves at once from the engine's buffers, with no copy into the port's queue.
   if (hold) port->set_hold_acks(true);
-  size_t n = port->receive(batch);
-  if (n > 0) device.receive(batch.packets());
+  device.receive(packets);
   if (hold) port->set_hold_acks(false);
+  if (!may_hold) return;
   if (device.counters().tx_packets == tx_before) return;
   const bool held = hold && port->queued_acks_only() && port->stats().tx_packets == sent_before;
   pattern.on_receive_made_packets(now, held);
@@ -337,6 +367,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   if (got == 0) {
     // Busy-polling programs make progress here without waiting for the thread.
     impl_->service_locked(1, t, false);
+    if (!impl_->rx_threads.empty()) impl_->poll_queue_locked(t);
     impl_->publish_rates_locked(t);
     got = device_->poll_cq(cq, out, n);
   }
@@ -363,6 +394,56 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   }
   after_call_locked(t, mark);
   return got;
+}
+
+// ---- the receive queues' threads -----------------------------------------------------------
+
+bool LiveNic::Impl::queue_receive(RxThread& q) {
+  // The kernel's copy into the batch runs without the device lock, beside the other queues'.
+  if (port->receive(q.batch, q.queue) == 0) return false;
+  std::lock_guard<DeviceMutex> g(nic->mu_);
+  engine::Device& device = *nic->device_;
+  // Not held for an answer: that is the program's own poll's business (queue 0 or
+  // poll_queue_locked); what the engine makes here leaves at once.
+  deliver_locked(q.batch.packets(), clock.now_ns(), false);
+  // A timer the packets armed earlier than the one the progress thread sleeps towards.
+  if (device.next_timer_ns() < thread_deadline_ns && !deferring.load(std::memory_order_relaxed)) {
+    thread_deadline_ns = 0;
+    nic->kick();
+  }
+  return q.batch.full();
+}
+
+void LiveNic::Impl::queue_loop(RxThread& q) {
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  uint64_t rx_at = 0;  // when this thread last received a packet
+  while (!stop.load(std::memory_order_relaxed)) {
+    bool more;
+    {
+      std::lock_guard<std::mutex> g(q.mu);
+      more = queue_receive(q);
+      if (q.batch.datagrams() > 0) rx_at = clock.now_ns();
+    }
+    if (more) continue;
+    // As the progress thread: keep looking a while after packets came (no wake-up each).
+    if (spin_ns != 0 && clock.now_ns() - rx_at < spin_ns) {
+      __builtin_ia32_pause();
+      continue;
+    }
+    pollfd fds[2] = {{port->queue_fd(q.queue), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    ppoll(fds, 2, nullptr, nullptr);
+  }
+}
+
+// A program polling an empty CQ reads one of the extra queues too, a different one each
+// time: a QP whose flow the kernel put on another queue than the first gets its packets
+// without a thread hand-off every few polls. A queue its thread is reading is skipped (the
+// thread hands those packets over).
+void LiveNic::Impl::poll_queue_locked(uint64_t now) {
+  RxThread& q = *rx_threads[poll_turn++ % rx_threads.size()];
+  std::unique_lock<std::mutex> g(q.mu, std::try_to_lock);
+  if (!g.owns_lock()) return;
+  if (port->receive(q.batch, q.queue) > 0) deliver_locked(q.batch.packets(), now, true);
 }
 
 // ---- the progress thread ------------------------------------------------------------------
@@ -471,6 +552,16 @@ int LiveNic::Impl::start() {
   // VRNIC_OFFLOAD=0: no UDP_SEGMENT / UDP_GRO (comparisons, kernels without them).
   if (const char* o = std::getenv("VRNIC_OFFLOAD"); o && std::strcmp(o, "0") == 0)
     options.offload = false;
+  if (const char* q = std::getenv("VRNIC_RX_QUEUES"); q && *q) {
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(q, &end, 10);
+    if (*end != '\0' || n < 1 || n > transport::UdpPortOptions::kMaxRxQueues) {
+      transport::error_log("VRNIC_RX_QUEUES: '%s' is not a number of queues from 1 to %zu", q,
+                           transport::UdpPortOptions::kMaxRxQueues);
+      return EINVAL;
+    }
+    options.rx_queues = n;
+  }
   const char* pcap_env = std::getenv("VRNIC_PCAP");
   if (pcap_env && *pcap_env) {
     int err = 0;
@@ -550,6 +641,19 @@ int LiveNic::Impl::start() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   thread = new std::thread([this] { progress_loop(); });
+  if (port->rx_queues() > 1) {
+    stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (stop_fd < 0) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      return errno;
+    }
+    for (size_t i = 1; i < port->rx_queues(); ++i) {
+      rx_threads.push_back(std::make_unique<RxThread>(i));
+      RxThread* q = rx_threads.back().get();
+      q->thread = new std::thread([this, q] { queue_loop(*q); });
+      pthread_setname_np(q->thread->native_handle(), "vrnic-rxq");
+    }
+  }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   transport::debug_log("%s up: %s, gid index 0 %s, active mtu %u, counters %s", name.c_str(),
                        ip_string.c_str(), ip_string.c_str(), config.limits.active_mtu,
@@ -558,9 +662,19 @@ int LiveNic::Impl::start() {
 }
 
 void LiveNic::Impl::stop_thread() {
-  if (!thread) return;
   stop.store(true);
   uint64_t one = 1;
+  if (stop_fd >= 0) {
+    ssize_t ignored = write(stop_fd, &one, sizeof one);
+    (void)ignored;
+  }
+  for (auto& q : rx_threads) {
+    if (!q->thread) continue;
+    q->thread->join();
+    delete q->thread;
+    q->thread = nullptr;
+  }
+  if (!thread) return;
   ssize_t ignored = write(kick_fd, &one, sizeof one);
   (void)ignored;
   thread->join();
@@ -580,7 +694,7 @@ void LiveNic::Impl::finish() {
   if (env_flag("VRNIC_STATS")) {
     std::string text = format_nonzero(nic->device_->counters());
     if (text.empty()) text = "(all zero)\n";
-    const auto& ps = port->stats();
+    const transport::UdpPortStats ps = port->stats();
     if (ps.tx_dropped) text += "udp_tx_dropped " + std::to_string(ps.tx_dropped) + "\n";
     if (direct && direct->copy_calls())
       text += "direct_copy_calls " + std::to_string(direct->copy_calls()) + "\n";

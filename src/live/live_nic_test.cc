@@ -1,6 +1,7 @@
 // Tests of the live device: singleton and refcount, addresses across processes, counters file.
 #include "live/live_nic.h"
 
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@ class LiveNicTest : public ::testing::Test {
     unsetenv("VRNIC_IP");
     unsetenv("VRNIC_PCAP");
     unsetenv("VRNIC_FAULTS");
+    unsetenv("VRNIC_RX_QUEUES");
   }
 };
 
@@ -281,6 +283,76 @@ TEST_F(LiveNicTest, progress_thread__completes_a_write_without_poll_cq_draining)
   EXPECT_EQ(wc.status, engine::WcStatus::kSuccess);
   EXPECT_EQ(dst, src);
   LiveNic::release(nic);
+}
+
+// Threads of this process named `name`.
+int threads_named(const char* name) {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = std::string("/proc/self/task/") + e->d_name + "/comm";
+    FILE* f = std::fopen(path.c_str(), "r");
+    if (!f) continue;
+    char comm[32] = {};
+    if (std::fgets(comm, sizeof comm, f) && std::strncmp(comm, name, std::strlen(name)) == 0) ++n;
+    std::fclose(f);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+TEST_F(LiveNicTest, rx_queues__writes_of_many_qps_land_through_the_queues_threads) {
+  // Eight QP pairs, their flows spread by the kernel over four receive queues: the queue
+  // threads receive without the device lock and hand over in order, so every write lands
+  // whole, with the program never polling the socket (as the progress-thread test above),
+  // then again with the program busy-polling (its polls read the extra queues in turn).
+  setenv("VRNIC_RX_QUEUES", "4", 1);
+  int err = 0;
+  LiveNic* nic = LiveNic::acquire({}, err);
+  ASSERT_NE(nic, nullptr) << std::strerror(err);
+  EXPECT_EQ(threads_named("vrnic-rxq"), 3);
+  for (const bool busy_poll : {false, true}) {
+    constexpr int kPairs = 8;
+    std::vector<std::vector<uint8_t>> src, dst;
+    std::vector<LoopbackPair> pairs(kPairs);
+    for (int i = 0; i < kPairs; ++i) {
+      src.push_back(pattern(200000, 10 + i + (busy_poll ? 100 : 0)));
+      dst.emplace_back(200000, 0);
+    }
+    for (int i = 0; i < kPairs; ++i) setup_pair(nic, pairs[i], src[i], dst[i]);
+    for (int i = 0; i < kPairs; ++i) post_write(nic, pairs[i], src[i], dst[i]);
+    for (int i = 0; i < kPairs; ++i) {
+      engine::WorkCompletion wc;
+      int got = 0;
+      for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+           got == 0 && std::chrono::steady_clock::now() < until;) {
+        if (busy_poll) {
+          got = nic->poll_cq(pairs[i].cq, &wc, 1);
+        } else {
+          got = nic->locked([&](engine::Device& d) { return d.poll_cq(pairs[i].cq, &wc, 1); });
+          if (got == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
+      ASSERT_EQ(got, 1) << "pair " << i;
+      EXPECT_EQ(wc.status, engine::WcStatus::kSuccess);
+      EXPECT_EQ(dst[i], src[i]) << "pair " << i;
+    }
+  }
+  EXPECT_EQ(nic->counters().tx_packets, nic->counters().rx_packets);
+  EXPECT_EQ(nic->counters().rx_out_of_sequence, 0u);  // no queue handed packets over out of order
+  EXPECT_EQ(nic->counters().retransmitted_packets, 0u);
+  LiveNic::release(nic);
+  EXPECT_EQ(threads_named("vrnic-rxq"), 0);
+}
+
+TEST_F(LiveNicTest, acquire__bad_vrnic_rx_queues_fails_with_einval) {
+  for (const char* bad : {"0", "65", "two", "3x"}) {
+    setenv("VRNIC_RX_QUEUES", bad, 1);
+    int err = 0;
+    EXPECT_EQ(LiveNic::acquire({}, err), nullptr) << bad;
+    EXPECT_EQ(err, EINVAL) << bad;
+  }
 }
 
 TEST_F(LiveNicTest, ipv6__loopback_write_over_ipv6) {

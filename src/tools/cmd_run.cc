@@ -93,6 +93,7 @@ int cmd_run(const RunOptions& o) {
   if (!o.pcap.empty()) setenv("VRNIC_PCAP", o.pcap.c_str(), 1);
   if (!o.faults.empty()) setenv("VRNIC_FAULTS", o.faults.c_str(), 1);
   if (!o.cc.empty()) setenv("VRNIC_CC", o.cc.c_str(), 1);
+  if (!o.rx_queues.empty()) setenv("VRNIC_RX_QUEUES", o.rx_queues.c_str(), 1);
   if (o.stats) setenv("VRNIC_STATS", "1", 1);
   if (o.direct) setenv("VRNIC_DIRECT", "1", 1);
   if (o.debug) setenv("VRNIC_DEBUG", "1", 1);

@@ -17,6 +17,9 @@ out=$("$vrnic" run --ip 127.0.0.9 --stats --pcap /tmp/x.pcap -- sh -c 'echo "$VR
 check "run: exit status is the program's" 3 $?
 check "run: environment and arguments" "127.0.0.9|1|/tmp/x.pcap|$(realpath "$lib")|-g|--ip" "$out"
 
+out=$("$vrnic" run --rx-queues 4 --faults loss=0.1 -- sh -c 'echo "$VRNIC_RX_QUEUES|$VRNIC_FAULTS"')
+check "run: --rx-queues and --faults" "4|loss=0.1" "$out"
+
 out=$("$vrnic" run sh -c 'echo "${VRNIC_IP:-none}|$0"' -x)
 check "run: program without --, its options untouched" "none|-x" "$out"
 

@@ -13,7 +13,7 @@ namespace {
 // at the first word that is neither an option nor an option's value. Returns the index of
 // the program name; *dashes tells whether a "--" precedes it.
 int program_index(int argc, char** argv, int first, bool* dashes) {
-  static const char* kWithValue[] = {"--ip", "--pcap", "--faults", "--cc"};
+  static const char* kWithValue[] = {"--ip", "--pcap", "--faults", "--cc", "--rx-queues"};
   *dashes = false;
   for (int i = first; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) {
@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--cc", run.cc,
                       "congestion control (DCQCN) parameters by NVIDIA name: "
                       "rpg_time_reset=300,rpg_ai_rate=5,...; enable=0 turns ECN and DCQCN off");
+  run_cmd->add_option("--rx-queues", run.rx_queues,
+                      "receive queues, each with a thread (default 1): for hosts with cores to "
+                      "spare beside the program");
   run_cmd->add_flag("--stats", run.stats, "print the nonzero counters to stderr at exit");
   run_cmd->add_flag("--direct", run.direct,
                     "same-host direct mode: RDMA WRITE/READ to peers on this host that use it "
