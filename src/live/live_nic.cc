@@ -148,6 +148,7 @@ struct LiveNic::Impl {
   // Moves up to `batches` receive batches from the socket into the engine, then runs the
   // timers if one is due. Returns true if the socket may still hold packets (mu_).
   bool service_locked(int batches, uint64_t now, bool flush_direct = true);
+  bool serviced_datagrams = false;  // the last service_locked took datagrams (mu_)
   void receive_one_locked(uint64_t now);
   // Hands received packets to the engine; ACKs they make may be held for the program's
   // answer (CallPattern) when the program's own poll received them.
@@ -336,8 +337,12 @@ bool LiveNic::Impl::service_locked(int batches, uint64_t now, bool flush_direct)
   if (flush_direct) device.direct_flush();  // direct copies held back for the program
   flush_port(now);  // a doorbell batch held back likewise
   bool more = false;
+  serviced_datagrams = false;
   for (int i = 0; i < batches; ++i) {
     receive_one_locked(now);
+    // (A receive that asked for one datagram and got it is full: the next one, often
+    // empty, must not hide that this service took packets.)
+    serviced_datagrams |= batch.datagrams() > 0;
     more = batch.full();
     if (!more) break;
   }
@@ -497,7 +502,7 @@ void LiveNic::Impl::progress_loop() {
       pattern.on_quiet(now);
       more = service_locked(kBatchesPerHold, now);
       publish_rates_locked(now);
-      if (batch.datagrams() > 0) {
+      if (serviced_datagrams) {
         wire_quiet.store(false, std::memory_order_relaxed);
         rx_at = now;
       }
