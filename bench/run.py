@@ -186,8 +186,11 @@ def main():
         v = r.get(key) if r else None
         series = ("vrnic direct" if name.startswith("vrnic direct ") else "vrnic"
                   if name.startswith("vrnic ") else name.split(" ")[0])
+        # The other latency figures of the same run (perftest's typical, UCX's median) ride
+        # along in results.json; the table uses `key`.
+        extra = {k: x for k, x in (r or {}).items() if k != key and k.startswith("lat_")}
         res.append({"kind": kind, "name": name, "series": series, "size": size, "metric": key,
-                    "value": v})
+                    "value": v, **extra})
         print(f"  {name:<28} {size:>8}  {key:<8} {v if v is not None else 'FAILED'}", flush=True)
         return v
 
