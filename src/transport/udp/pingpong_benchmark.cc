@@ -27,13 +27,6 @@
 #include <string>
 #include <vector>
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
-
 namespace {
 
 enum class Shape { kSingle, kPktinfo, kPair, kPairConnected };

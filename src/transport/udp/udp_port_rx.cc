@@ -82,8 +82,9 @@ int UdpPort::recv_datagrams(RecvBatch& batch, size_t queue) {
   const size_t nfds = queue == 0 ? 1 + groups_.size() : 1;
   const size_t ask = std::min(batch.capacity_, q.ask);
   batch.asked_ = ask;
+  const size_t turn = queue == 0 ? rx_turn_ : 0;  // rx_turn_ is queue 0's alone
   for (size_t t = 0; t < nfds; ++t) {
-    const size_t i = (rx_turn_ + t) % nfds;
+    const size_t i = (turn + t) % nfds;
     const int fd = i == 0 ? q.fd : groups_[i - 1].fd;
     do {
       r = kernel_recvmmsg(fd, s.msgs.data(), static_cast<unsigned>(ask), MSG_DONTWAIT);
