@@ -136,10 +136,12 @@ int UdpPort::open_queues(int& err) {
     un.sun_family = AF_UNIX;
     const std::string name =
         "vrnic.udp." + options_.address.to_string() + "." + std::to_string(options_.port);
-    std::memcpy(un.sun_path + 1, name.data(), std::min(name.size(), sizeof un.sun_path - 2));
-    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    const size_t used = std::min(name.size(), sizeof un.sun_path - 1);  // after the NUL
+    std::memcpy(un.sun_path + 1, name.data(), used);
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + used);
+    // (EADDRINUSE when another device holds the name.)
     if (lock_fd_ < 0 || bind(lock_fd_, reinterpret_cast<sockaddr*>(&un), len) != 0)
-      return err = (lock_fd_ < 0 ? errno : EADDRINUSE);
+      return err = errno;
   }
   rxq_ = std::vector<RxQueue>(n);
   for (size_t i = 0; i < n; ++i) {
