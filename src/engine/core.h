@@ -47,6 +47,13 @@ class Core {
 
   // QPs with a coalesced ACK waiting for the end of the receive batch.
   std::vector<Qp*> ack_pending;
+  uint64_t acks_queued = 0;  // ACKs asked for (queue_ack), coalesced ones included
+  // Held ACKs (Device::receive with hold_acks_ns): ack_pending outlives the call that filled
+  // it, until other packets leave or the deadline passes (Device::Impl::settle_acks).
+  uint64_t hold_acks_ns = 0;      // set during a receive that may hold
+  uint64_t held_acks_until = 0;   // 0: nothing held
+  // ctr.tx_packets and acks_queued at the end of the last engine call: what a call made.
+  uint64_t tx_mark = 0, acks_mark = 0;
   // QPs whose requester may be able to send (window opened, timer fired).
   std::vector<Qp*> tx_ready;
   // Packets in flight over all RC QPs (see kDeviceWindow), and the QPs that stopped

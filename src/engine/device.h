@@ -157,7 +157,21 @@ class Device {
   Errno post_recv(Qp* qp, const RecvWr* wrs, size_t n, size_t* bad);
 
   // Packets from the transport (ICRC not yet checked: the engine checks it and counts).
-  void receive(std::span<const WirePacket> batch);
+  // hold_acks_ns != 0: the ACKs the batch makes may wait that long for the program's answer
+  // (a responder may coalesce and delay ACKs, within the requester's timeout): they leave
+  // with the next packets the device sends, right after them in the same batch, or by
+  // held_acks_deadline(), whichever is first. A batch that makes other packets holds
+  // nothing. (The live layer holds them for a program that answers what it receives.)
+  struct ReceiveResult {
+    uint32_t sent = 0;       // packets the batch made that left (ACKs included)
+    bool acks_held = false;  // ACKs wait (held_acks_deadline())
+  };
+  ReceiveResult receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns = 0);
+  // When the held ACKs must leave (on_timer sends them; next_timer_ns() includes it), or
+  // UINT64_MAX if none wait.
+  uint64_t held_acks_deadline() const;
+  // Sends the held ACKs now.
+  void release_acks();
   // Sends a 256-byte MAD from QP1 to the GSI of the address in `to` (dst; src is filled in
   // with this device's address): the connection manager's datagrams.
   void send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad);

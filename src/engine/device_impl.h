@@ -50,19 +50,51 @@ struct Device::Impl {
   void forget_xrc_srq(Srq& srq);
 
   // Sends what the engine call produced: coalesced ACKs, then requester packets; performs
-  // the direct copies submitted unless they are held for a batch.
+  // the direct copies submitted unless they are held for a batch. ACKs that are held, or
+  // may be, are settled after the rest (settle_acks).
   void finish() {
+    const bool acks_wait = core.held_acks_until != 0 || core.hold_acks_ns != 0;
     for (;;) {
-      for (size_t i = 0; i < core.ack_pending.size(); ++i)
-        responder_flush_ack(core, *core.ack_pending[i]);
-      core.ack_pending.clear();
+      if (!acks_wait) flush_acks();
       for (size_t i = 0; i < core.tx_ready.size(); ++i) requester_progress(core, *core.tx_ready[i]);
       core.tx_ready.clear();
       wake_budget_waiters();
       if (core.direct_hold || core.direct_ops.empty()) break;
       core.direct_flush();  // makes the QPs ready: WQEs behind the copies may go now
     }
+    if (acks_wait) settle_acks();
     core.tx.flush(core.port);
+    core.tx_mark = core.ctr.tx_packets;
+    core.acks_mark = core.acks_queued;
+  }
+  void flush_acks() {
+    for (size_t i = 0; i < core.ack_pending.size(); ++i)
+      responder_flush_ack(core, *core.ack_pending[i]);
+    core.ack_pending.clear();
+    core.held_acks_until = 0;
+  }
+  // Held ACKs wait while the device sends nothing else: a receive that may hold and made
+  // only ACKs holds them (until hold_acks_ns from now, within each QP's ACK timeout), and a
+  // call that makes no packet and no ACK leaves them held. Anything else lets them go, after
+  // the packets this call made (the program's answer first: its peer, waiting for the ACK,
+  // then has the answer too).
+  void settle_acks() {
+    const bool sent = core.ctr.tx_packets != core.tx_mark;
+    const bool new_acks = core.acks_queued != core.acks_mark;
+    const bool holds = core.hold_acks_ns != 0 || (core.held_acks_until != 0 && !new_acks);
+    const bool waiting = std::any_of(core.ack_pending.begin(), core.ack_pending.end(),
+                                     [](const Qp* qp) { return qp->resp.ack_pending; });
+    if (!waiting || sent || !holds) return flush_acks();
+    if (core.held_acks_until == 0) core.held_acks_until = core.now() + ack_hold_bound();
+    core.note_deadline(core.held_acks_until);
+  }
+  // hold_acks_ns, but never more than half the ACK timeout of a QP whose ACK waits.
+  uint64_t ack_hold_bound() const {
+    uint64_t bound = core.hold_acks_ns;
+    for (const Qp* qp : core.ack_pending)
+      if (qp->resp.ack_pending && qp->attr.timeout != 0)
+        bound = std::min(bound, ack_timeout_ns(qp->attr.timeout) / 2);
+    return std::max<uint64_t>(bound, 1);
   }
   // Performs held direct copies and what they let go (before a control verb or a poll).
   void drain_direct() {

@@ -141,9 +141,26 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   receive_connected(core, *qp, p, pkt, info.kind);
 }
 
-void Device::receive(std::span<const WirePacket> batch) {
+Device::ReceiveResult Device::receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns) {
+  Core& c = impl_->core;
+  const uint64_t tx_before = c.ctr.tx_packets;
+  c.hold_acks_ns = hold_acks_ns;
   for (const WirePacket& pkt : batch) impl_->dispatch(pkt);
   impl_->finish();
+  c.hold_acks_ns = 0;
+  return {static_cast<uint32_t>(c.ctr.tx_packets - tx_before), c.held_acks_until != 0};
+}
+
+uint64_t Device::held_acks_deadline() const {
+  const uint64_t t = impl_->core.held_acks_until;
+  return t == 0 ? UINT64_MAX : t;
+}
+
+void Device::release_acks() {
+  if (impl_->core.held_acks_until == 0) return;
+  impl_->flush_acks();
+  impl_->core.tx.flush(impl_->core.port);
+  impl_->core.tx_mark = impl_->core.ctr.tx_packets;
 }
 
 void Device::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad) {
@@ -155,6 +172,7 @@ uint64_t Device::next_timer_ns() const { return impl_->core.timer_hint; }
 
 void Device::on_timer() {
   Impl& d = *impl_;
+  if (d.core.held_acks_until != 0 && d.core.held_acks_until <= d.core.now()) d.flush_acks();
   for (auto& [qpn, qp] : d.qps) {
     completer_on_timer(d.core, *qp);
     cc_on_timer(d.core, *qp);  // the pacer and DCQCN (congestion.h)
@@ -162,6 +180,7 @@ void Device::on_timer() {
   d.finish();
   // The exact next deadline, now that the due timers have run (and re-armed).
   uint64_t t = d.core.fire_due_cq_events();
+  if (d.core.held_acks_until != 0) t = std::min(t, d.core.held_acks_until);
   for (auto& [qpn, qp] : d.qps) {
     t = std::min(t, cc_deadline(*qp));
     if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "wire/icrc.h"
+#include "wire/packet_kind.h"
 
 namespace vrnic::engine {
 
@@ -17,6 +18,9 @@ struct WirePacket {
   wire::IpUdpInfo ip;
   uint8_t tos = 0;  // DSCP/ECN byte (ECN bits used by congestion control)
   std::span<const uint8_t> data;
+  // What the packet is (wire::packet_kind): set by the engine on every packet it sends, so
+  // that what carries it never reads opcodes; not looked at on packets received.
+  wire::PacketKind kind = wire::PacketKind::kRequest;
 };
 
 class PacketPort {

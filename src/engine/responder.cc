@@ -43,6 +43,7 @@ void send_ack(Core& c, Qp& qp, uint32_t psn, uint8_t syndrome) {
 }
 
 void queue_ack(Core& c, Qp& qp) {
+  ++c.acks_queued;
   if (qp.resp.ack_pending) return;
   qp.resp.ack_pending = true;
   c.ack_pending.push_back(&qp);

@@ -36,6 +36,7 @@ std::span<uint8_t> TxBatch::start(const wire::Packet& p, size_t payload_len,
   payload_len_ = payload_len;
   total_len_ = header_len_ + payload_len + pad + wire::kIcrcSize;
   opcode_ = hdr.bth.opcode;
+  kind_ = wire::packet_kind(hdr.bth.opcode, hdr.bth.dest_qp);
   fill_ = (fill_ + kAlign - 1) & ~(kAlign - 1);
   reserve(total_len_);
   start_ = fill_;
@@ -55,6 +56,7 @@ size_t TxBatch::commit(PacketPort& port, Counters& c) {
   wire::store_icrc(icrc, buf + body);
   offset_[used_] = start_;
   pkts_[used_].data = {buf, total_len_};
+  pkts_[used_].kind = kind_;
   fill_ = start_ + total_len_;
   ++used_;
 

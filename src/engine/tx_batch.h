@@ -41,6 +41,7 @@ class TxBatch {
   // The packet started and not yet committed.
   size_t start_ = 0, payload_len_ = 0, header_len_ = 0, total_len_ = 0;
   uint8_t opcode_ = 0;
+  wire::PacketKind kind_ = wire::PacketKind::kRequest;
 };
 
 }  // namespace vrnic::engine

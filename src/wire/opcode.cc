@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "wire/cm_mad.h"
 #include "wire/headers.h"
 
 namespace vrnic::wire {
@@ -149,5 +150,27 @@ constexpr std::array<OpcodeInfo, 256> kTable = make_table();
 }  // namespace
 
 const OpcodeInfo& opcode_info(uint8_t opcode) { return kTable[opcode]; }
+
+PacketKind packet_kind(uint8_t opcode, uint32_t dest_qpn) {
+  switch (opcode_info(opcode).kind) {
+    case OpKind::kAck: return PacketKind::kAck;
+    case OpKind::kCnp: return PacketKind::kCnp;
+    case OpKind::kReadResponse:
+    case OpKind::kAtomicAck: return PacketKind::kResponse;
+    default: break;
+  }
+  return dest_qpn == cm::kGsiQpn ? PacketKind::kCmMad : PacketKind::kRequest;
+}
+
+const char* to_string(PacketKind k) {
+  switch (k) {
+    case PacketKind::kRequest: return "request";
+    case PacketKind::kResponse: return "response";
+    case PacketKind::kAck: return "ack";
+    case PacketKind::kCnp: return "cnp";
+    case PacketKind::kCmMad: return "cm_mad";
+  }
+  return "?";
+}
 
 }  // namespace vrnic::wire

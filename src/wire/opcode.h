@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 
+#include "wire/packet_kind.h"
+
 namespace vrnic::wire {
 
 // Opcode byte = transport (bits 7..5) | operation (bits 4..0) (IBA 9.2.1 table 35).
@@ -57,5 +59,9 @@ struct OpcodeInfo {
 };
 
 const OpcodeInfo& opcode_info(uint8_t opcode);
+
+// The kind of a packet with this opcode sent to dest_qpn (QP1 takes the connection
+// manager's MADs, IBA 13.5): the one classifier of outgoing packets.
+PacketKind packet_kind(uint8_t opcode, uint32_t dest_qpn);
 
 }  // namespace vrnic::wire

@@ -143,5 +143,33 @@ TEST(Opcode, opcode_info__transport_kind_and_names) {
   EXPECT_EQ(valid, 61);
 }
 
+TEST(Opcode, packet_kind__every_valid_opcode_has_the_kind_of_its_operation) {
+  for (int op = 0; op < 256; ++op) {
+    const OpcodeInfo& i = opcode_info(static_cast<uint8_t>(op));
+    if (!i.valid) continue;
+    const PacketKind k = packet_kind(static_cast<uint8_t>(op), 0x123);
+    switch (i.kind) {
+      case OpKind::kAck: EXPECT_EQ(k, PacketKind::kAck) << i.name; break;
+      case OpKind::kCnp: EXPECT_EQ(k, PacketKind::kCnp) << i.name; break;
+      case OpKind::kReadResponse:
+      case OpKind::kAtomicAck: EXPECT_EQ(k, PacketKind::kResponse) << i.name; break;
+      default: EXPECT_EQ(k, PacketKind::kRequest) << i.name; break;
+    }
+  }
+  // The ACKs of both connected transports, XRC's included, are ACKs.
+  EXPECT_EQ(packet_kind(kRcAck, 7), PacketKind::kAck);
+  EXPECT_EQ(packet_kind(kXrcAck, 7), PacketKind::kAck);
+  EXPECT_EQ(packet_kind(kRcAtomicAck, 7), PacketKind::kResponse);
+  EXPECT_TRUE(is_control(PacketKind::kAck));
+  EXPECT_TRUE(is_control(PacketKind::kCnp));
+  EXPECT_FALSE(is_control(PacketKind::kResponse));
+}
+
+TEST(Opcode, packet_kind__a_send_to_qp1_is_a_cm_mad) {
+  EXPECT_EQ(packet_kind(kUdSendOnly, 1), PacketKind::kCmMad);
+  EXPECT_EQ(packet_kind(kUdSendOnly, 2), PacketKind::kRequest);
+  EXPECT_STREQ(to_string(PacketKind::kCmMad), "cm_mad");
+}
+
 }  // namespace
 }  // namespace vrnic::wire

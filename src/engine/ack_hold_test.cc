@@ -1,0 +1,160 @@
+// Tests of ACKs held for the program's answer (Device::receive with hold_acks_ns): what is
+// held, what lets it go and in which order, the deadline and its bound, over the loop wire.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/test_fabric.h"
+
+namespace vrnic::engine::testing {
+namespace {
+
+constexpr uint64_t kHoldNs = 250'000;
+
+struct AckHold : ::testing::Test {
+  Fabric f;
+  Node& a = f.add_node(1);
+  Node& b = f.add_node(2);
+  Qp* qa = nullptr;
+  Qp* qb = nullptr;
+  uint64_t b_hold_ns = kHoldNs;    // what b's receives pass as hold_acks_ns
+  Device::ReceiveResult last_b{};  // what b's last receive returned
+  std::string sent;                // every packet sent, as "a:request b:ack ..."
+  Buffer* a_buf = nullptr;
+  Buffer* b_buf = nullptr;
+
+  void SetUp() override {
+    f.wire().set_drop_filter([this](const WirePacket& p) {
+      sent += (p.ip.src[3] == 1 ? "a:" : "b:") + std::string(wire::to_string(p.kind)) + " ";
+      return false;
+    });
+    b.port->set_receiver([this](std::span<const WirePacket> batch) {
+      last_b = b.dev->receive(batch, b_hold_ns);
+    });
+  }
+  void connect(uint8_t timeout = 14) {
+    qa = a.create_qp();
+    qb = b.create_qp();
+    ConnectOptions o;
+    o.timeout = timeout;
+    Fabric::connect(a, qa, b, qb, o);
+    a_buf = &a.reg(4096);
+    b_buf = &b.reg(4096);
+  }
+  // a SENDs 8 bytes to b, and b's receive takes them (b posts the receive first).
+  void a_sends_to_b(uint64_t id) {
+    ASSERT_EQ(post_recv(b, qb, id, {{b_buf->addr(), 64, b_buf->mr.lkey}}), 0);
+    Sge sg{a_buf->addr(), 8, a_buf->mr.lkey};
+    ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kSend, id, &sg)), 0);
+    f.wire().deliver_all();
+  }
+  void b_answers(uint64_t id) {
+    ASSERT_EQ(post_recv(a, qa, id, {{a_buf->addr() + 1024, 64, a_buf->mr.lkey}}), 0);
+    Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
+    ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kSend, id, &sg)), 0);
+  }
+};
+
+TEST_F(AckHold, receive__holding_receive_keeps_its_ack_until_the_answer_which_goes_first) {
+  connect();
+  const uint64_t t0 = f.clock().now_ns();
+  a_sends_to_b(1);
+  EXPECT_EQ(sent, "a:request ");  // b's ACK waits
+  EXPECT_TRUE(last_b.acks_held);
+  EXPECT_EQ(last_b.sent, 0u);
+  EXPECT_EQ(b.dev->held_acks_deadline(), t0 + kHoldNs);
+  EXPECT_LE(b.dev->next_timer_ns(), t0 + kHoldNs);  // the runtime wakes for it
+  EXPECT_TRUE(a.poll().empty());  // a's SEND is not acknowledged yet
+  sent.clear();
+  b_answers(2);  // one engine call: the answer, then the ACK behind it
+  EXPECT_EQ(sent, "b:request b:ack ");
+  EXPECT_EQ(b.dev->held_acks_deadline(), UINT64_MAX);
+  ASSERT_TRUE(f.run());
+  auto wc = a.poll();
+  ASSERT_EQ(wc.size(), 2u);  // the SEND's completion and the answer's receive
+  for (const WorkCompletion& w : wc) EXPECT_EQ(w.status, WcStatus::kSuccess);
+}
+
+TEST_F(AckHold, on_timer__an_unanswered_hold_leaves_at_its_deadline) {
+  connect();
+  const uint64_t t0 = f.clock().now_ns();
+  a_sends_to_b(1);
+  sent.clear();
+  f.clock().advance_to(t0 + kHoldNs - 1);
+  b.dev->on_timer();
+  EXPECT_EQ(sent, "");  // not yet
+  f.clock().advance_to(t0 + kHoldNs);
+  b.dev->on_timer();
+  EXPECT_EQ(sent, "b:ack ");
+  EXPECT_EQ(b.dev->held_acks_deadline(), UINT64_MAX);
+  f.wire().deliver_all();
+  ASSERT_EQ(a.poll().size(), 1u);
+}
+
+TEST_F(AckHold, receive__a_call_that_makes_acks_without_holding_lets_the_held_ones_go) {
+  connect();
+  a_sends_to_b(1);
+  EXPECT_TRUE(last_b.acks_held);
+  sent.clear();
+  b_hold_ns = 0;  // the next receive does not hold (the program stopped answering)
+  a_sends_to_b(2);
+  EXPECT_EQ(sent, "a:request b:ack ");  // one cumulative ACK for both
+  EXPECT_FALSE(last_b.acks_held);
+  EXPECT_EQ(last_b.sent, 1u);
+  f.wire().deliver_all();
+  EXPECT_EQ(a.poll().size(), 2u);
+}
+
+TEST_F(AckHold, receive__further_holding_receives_coalesce_into_one_held_ack) {
+  connect();
+  const uint64_t t0 = f.clock().now_ns();
+  a_sends_to_b(1);
+  f.clock().advance(1000);
+  a_sends_to_b(2);
+  EXPECT_EQ(sent, "a:request a:request ");
+  EXPECT_EQ(b.dev->held_acks_deadline(), t0 + kHoldNs);  // the first hold's deadline stands
+  sent.clear();
+  b.dev->release_acks();
+  EXPECT_EQ(sent, "b:ack ");
+  f.wire().deliver_all();
+  EXPECT_EQ(a.poll().size(), 2u);
+}
+
+TEST_F(AckHold, receive__a_batch_that_makes_a_response_holds_nothing) {
+  connect();
+  Sge sg{a_buf->addr(), 8, a_buf->mr.lkey};
+  ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kRdmaRead, 1, &sg, b_buf->addr(), b_buf->mr.rkey)), 0);
+  f.wire().deliver_all();
+  EXPECT_FALSE(last_b.acks_held);
+  EXPECT_EQ(last_b.sent, 1u);
+  EXPECT_EQ(sent, "a:request b:response ");
+}
+
+TEST_F(AckHold, receive__the_hold_never_exceeds_half_the_ack_timeout) {
+  connect(/*timeout=*/1);  // 8.192 us
+  const uint64_t t0 = f.clock().now_ns();
+  a_sends_to_b(1);
+  ASSERT_TRUE(last_b.acks_held);
+  EXPECT_EQ(b.dev->held_acks_deadline(), t0 + 4096);
+}
+
+TEST_F(AckHold, receive__without_hold_acks_leave_at_the_end_of_the_batch) {
+  connect();
+  b_hold_ns = 0;
+  a_sends_to_b(1);
+  EXPECT_EQ(sent, "a:request b:ack ");
+  EXPECT_FALSE(last_b.acks_held);
+  EXPECT_EQ(b.dev->held_acks_deadline(), UINT64_MAX);
+}
+
+TEST_F(AckHold, poll_cq__a_call_that_sends_nothing_leaves_the_hold_in_place) {
+  connect();
+  a_sends_to_b(1);
+  sent.clear();
+  EXPECT_EQ(b.poll().size(), 1u);  // the receive's completion; no packet
+  EXPECT_EQ(sent, "");
+  EXPECT_NE(b.dev->held_acks_deadline(), UINT64_MAX);
+}
+
+}  // namespace
+}  // namespace vrnic::engine::testing
