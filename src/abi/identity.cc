@@ -2,6 +2,7 @@
 #include "abi/identity.h"
 
 #include "live/address.h"
+#include "live/config.h"
 
 #include <arpa/inet.h>
 
@@ -68,9 +69,12 @@ bool current_gid(engine::Gid& out) {
 
 bool expected_gid(engine::Gid& out) {
   if (current_gid(out)) return true;
+  live::LiveConfig config;
+  std::string why;
+  if (!live::LiveConfig::from_environment(config, why)) return false;
   int err = 0;
   std::string message;
-  auto port = live::open_device_port("", {}, err, message);
+  auto port = live::open_device_port(config.ip, config.reserved, {}, err, message);
   if (!port) return false;
   out.raw = port->address().gid();
   return true;

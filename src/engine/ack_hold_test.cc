@@ -156,5 +156,31 @@ TEST_F(AckHold, poll_cq__a_call_that_sends_nothing_leaves_the_hold_in_place) {
   EXPECT_NE(b.dev->held_acks_deadline(), UINT64_MAX);
 }
 
+TEST_F(AckHold, destroy_qp__a_held_ack_leaves_before_its_qp_goes) {
+  connect();
+  a_sends_to_b(1);
+  sent.clear();
+  ASSERT_EQ(b.dev->destroy_qp(qb), 0);  // ibv_rc_pingpong's last message: then it exits
+  EXPECT_EQ(sent, "b:ack ");
+  f.wire().deliver_all();
+  auto wc = a.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+}
+
+TEST_F(AckHold, modify_qp__a_held_ack_leaves_before_its_qp_changes_state) {
+  connect();
+  a_sends_to_b(1);
+  sent.clear();
+  QpAttr attr;
+  attr.qp_state = QpState::kErr;
+  ASSERT_EQ(b.dev->modify_qp(qb, attr, kAttrState), 0);
+  EXPECT_EQ(sent, "b:ack ");
+  f.wire().deliver_all();
+  auto wc = a.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+}
+
 }  // namespace
 }  // namespace vrnic::engine::testing

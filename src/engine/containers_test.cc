@@ -1,3 +1,4 @@
+// Tests of the engine's small containers: the send ring and the small vector.
 #include "engine/ring.h"
 #include "engine/small_vec.h"
 

@@ -165,6 +165,9 @@ class Device {
   struct ReceiveResult {
     uint32_t sent = 0;       // packets the batch made that left (ACKs included)
     bool acks_held = false;  // ACKs wait (held_acks_deadline())
+    // Atomic requests the batch carried, and those of them answered from the ACK queue (a
+    // duplicate: its saved result replayed, never executed again): a NIC model's costs.
+    uint32_t atomic_requests = 0, atomics_replayed = 0;
   };
   ReceiveResult receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns = 0);
   // When the held ACKs must leave (on_timer sends them; next_timer_ns() includes it), or

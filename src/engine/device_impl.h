@@ -67,6 +67,13 @@ struct Device::Impl {
     core.tx_mark = core.ctr.tx_packets;
     core.acks_mark = core.acks_queued;
   }
+  // Sends the held ACKs now (Device::release_acks; before a QP changes state or goes).
+  void release_held_acks() {
+    if (core.held_acks_until == 0) return;
+    flush_acks();
+    core.tx.flush(core.port);
+    core.tx_mark = core.ctr.tx_packets;
+  }
   void flush_acks() {
     for (size_t i = 0; i < core.ack_pending.size(); ++i)
       responder_flush_ack(core, *core.ack_pending[i]);

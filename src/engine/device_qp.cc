@@ -152,6 +152,7 @@ Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
   Impl& d = *impl_;
   if (qp == nullptr) return EINVAL;
   d.drain_direct();
+  d.release_held_acks();  // what the QP received is acknowledged before it changes state
   const DeviceLimits& l = d.core.config.limits;
   Errno e = validate_modify(qp->type, qp->state(), attr, mask, l.max_mtu,
                             static_cast<uint8_t>(l.max_qp_rd_atom));
@@ -191,6 +192,7 @@ Errno Device::destroy_qp(Qp* qp) {
   Impl& d = *impl_;
   if (qp == nullptr || d.find_qp(qp->qpn) != qp) return EINVAL;
   d.drain_direct();
+  d.release_held_acks();  // an ACK held for the program's answer still acknowledges
   auto drop = [&](std::vector<Qp*>& v) { v.erase(std::remove(v.begin(), v.end(), qp), v.end()); };
   drop(d.core.ack_pending);
   drop(d.core.tx_ready);

@@ -143,12 +143,18 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
 
 Device::ReceiveResult Device::receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns) {
   Core& c = impl_->core;
-  const uint64_t tx_before = c.ctr.tx_packets;
+  const uint64_t tx = c.ctr.tx_packets, atomics = c.ctr.rx_atomic,
+                 replayed = c.ctr.duplicate_atomics_replayed;
   c.hold_acks_ns = hold_acks_ns;
   for (const WirePacket& pkt : batch) impl_->dispatch(pkt);
   impl_->finish();
   c.hold_acks_ns = 0;
-  return {static_cast<uint32_t>(c.ctr.tx_packets - tx_before), c.held_acks_until != 0};
+  ReceiveResult r;
+  r.sent = static_cast<uint32_t>(c.ctr.tx_packets - tx);
+  r.acks_held = c.held_acks_until != 0;
+  r.atomic_requests = static_cast<uint32_t>(c.ctr.rx_atomic - atomics);
+  r.atomics_replayed = static_cast<uint32_t>(c.ctr.duplicate_atomics_replayed - replayed);
+  return r;
 }
 
 uint64_t Device::held_acks_deadline() const {
@@ -156,12 +162,7 @@ uint64_t Device::held_acks_deadline() const {
   return t == 0 ? UINT64_MAX : t;
 }
 
-void Device::release_acks() {
-  if (impl_->core.held_acks_until == 0) return;
-  impl_->flush_acks();
-  impl_->core.tx.flush(impl_->core.port);
-  impl_->core.tx_mark = impl_->core.ctr.tx_packets;
-}
+void Device::release_acks() { impl_->release_held_acks(); }
 
 void Device::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad) {
   gsi_send(impl_->core, to, mad);

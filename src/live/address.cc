@@ -17,13 +17,6 @@
 namespace vrnic::live {
 namespace {
 
-// The address `vrnic run` found free for this process tree and showed in its sysfs view.
-bool take_reservation(transport::IpAddress& address) {
-  const char* env = std::getenv(kReservationEnv);
-  char text[64];
-  return env && std::sscanf(env, "%63s", text) == 1 && transport::IpAddress::parse(text, address);
-}
-
 int bind_plain(const transport::IpAddress& address, uint16_t port, int& err) {
   int fd = transport::kernel_socket(address.ipv6 ? AF_INET6 : AF_INET,
                                     SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -62,6 +55,7 @@ int reserve_device_address(transport::IpAddress& address, int& err, std::string&
 }
 
 std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requested,
+                                                     const std::string& reserved,
                                                      transport::UdpPortOptions options,
                                                      int& err, std::string& message) {
   if (!requested.empty()) {
@@ -78,9 +72,7 @@ std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requeste
     }
     return port;
   }
-  transport::IpAddress reserved;
-  if (take_reservation(reserved)) {
-    options.address = reserved;
+  if (transport::IpAddress::parse(reserved, options.address)) {
     if (auto port = transport::UdpPort::open(options, err)) return port;
   }
   for (int host = 1; host <= 254; ++host) {

@@ -9,18 +9,20 @@
 namespace vrnic::live {
 
 // Opens the device's UDP port (RoCEv2, 4791). With `requested` non-empty (VRNIC_IP) that
-// address is used; otherwise 127.0.0.1 .. 127.0.0.254 are tried in order and the first on
-// which (address, 4791) can be bound is taken. The exclusive bind is the lock between
-// processes: it is held as long as the port is open. Returns null and sets err: EINVAL (not
-// an address), EADDRINUSE (taken / none free), or the bind's errno; `message` says why.
+// address is used; otherwise `reserved` if it is an address that can be had, then
+// 127.0.0.1 .. 127.0.0.254 in order, the first on which (address, 4791) can be bound. The
+// exclusive bind is the lock between processes: it is held as long as the port is open.
+// Returns null and sets err: EINVAL (not an address), EADDRINUSE (taken / none free), or the
+// bind's errno; `message` says why.
 std::unique_ptr<transport::UdpPort> open_device_port(const std::string& requested,
+                                                     const std::string& reserved,
                                                      transport::UdpPortOptions options,
                                                      int& err, std::string& message);
 
 // `vrnic run` picks the program's address before exec (its sysfs view shows that address):
-// the first one free at that moment, named in kReservationEnv ("ADDRESS"). open_device_port
-// without `requested` tries ADDRESS first (in the program or any process it starts), then the
-// usual loop: a process that took the address meanwhile only moves the program to the next.
+// the first one free at that moment, named in kReservationEnv ("ADDRESS"), which the program
+// (or any process it starts) passes to open_device_port as `reserved` (LiveConfig): a
+// process that took the address meanwhile only moves the program to the next.
 inline constexpr char kReservationEnv[] = "VRNIC_RESERVED";
 // Binds (first free loopback address, 4791) as open_device_port would and returns the socket,
 // or -1 with err and message set as open_device_port sets them.

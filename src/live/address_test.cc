@@ -23,9 +23,9 @@ transport::UdpPortOptions test_options() {
 TEST(OpenDevicePort, loopback__second_open_takes_the_next_free_address) {
   int err = 0;
   std::string msg;
-  auto a = open_device_port("", test_options(), err, msg);
+  auto a = open_device_port("", "", test_options(), err, msg);
   ASSERT_NE(a, nullptr) << msg;
-  auto b = open_device_port("", test_options(), err, msg);
+  auto b = open_device_port("", "", test_options(), err, msg);
   ASSERT_NE(b, nullptr) << msg;
   EXPECT_NE(a->address(), b->address());
   EXPECT_EQ(a->address().bytes[0], 127);
@@ -34,7 +34,7 @@ TEST(OpenDevicePort, loopback__second_open_takes_the_next_free_address) {
   // Once a closes, its address is free again.
   transport::IpAddress freed = a->address();
   a.reset();
-  auto c = open_device_port("", test_options(), err, msg);
+  auto c = open_device_port("", "", test_options(), err, msg);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->address(), freed);
 }
@@ -49,7 +49,7 @@ TEST(OpenDevicePort, loopback__two_processes_get_different_addresses) {
   if (child == 0) {
     int err = 0;
     std::string msg;
-    auto p = open_device_port("", test_options(), err, msg);
+    auto p = open_device_port("", "", test_options(), err, msg);
     uint8_t last = p ? p->address().bytes[3] : 0;
     (void)!write(to_parent[1], &last, 1);
     char c;
@@ -61,7 +61,7 @@ TEST(OpenDevicePort, loopback__two_processes_get_different_addresses) {
   ASSERT_NE(child_last, 0);
   int err = 0;
   std::string msg;
-  auto mine = open_device_port("", test_options(), err, msg);
+  auto mine = open_device_port("", "", test_options(), err, msg);
   ASSERT_NE(mine, nullptr) << msg;
   EXPECT_NE(mine->address().bytes[3], child_last);
   (void)!write(go[1], "x", 1);
@@ -73,10 +73,10 @@ TEST(OpenDevicePort, loopback__two_processes_get_different_addresses) {
 TEST(OpenDevicePort, requested__taken_address_is_eaddrinuse_with_a_message) {
   int err = 0;
   std::string msg;
-  auto a = open_device_port("127.0.0.240", test_options(), err, msg);
+  auto a = open_device_port("127.0.0.240", "", test_options(), err, msg);
   ASSERT_NE(a, nullptr) << msg;
   EXPECT_EQ(a->address().to_string(), "127.0.0.240");
-  auto b = open_device_port("127.0.0.240", test_options(), err, msg);
+  auto b = open_device_port("127.0.0.240", "", test_options(), err, msg);
   EXPECT_EQ(b, nullptr);
   EXPECT_EQ(err, EADDRINUSE);
   EXPECT_NE(msg.find("127.0.0.240"), std::string::npos);
@@ -85,14 +85,14 @@ TEST(OpenDevicePort, requested__taken_address_is_eaddrinuse_with_a_message) {
 TEST(OpenDevicePort, requested__not_an_address_is_einval) {
   int err = 0;
   std::string msg;
-  EXPECT_EQ(open_device_port("127.0.0.999", test_options(), err, msg), nullptr);
+  EXPECT_EQ(open_device_port("127.0.0.999", "", test_options(), err, msg), nullptr);
   EXPECT_EQ(err, EINVAL);
 }
 
 TEST(OpenDevicePort, requested__ipv6_loopback) {
   int err = 0;
   std::string msg;
-  auto a = open_device_port("::1", test_options(), err, msg);
+  auto a = open_device_port("::1", "", test_options(), err, msg);
   if (!a && err == EADDRNOTAVAIL) GTEST_SKIP() << "no IPv6";
   ASSERT_NE(a, nullptr) << msg;
   EXPECT_TRUE(a->address().ipv6);

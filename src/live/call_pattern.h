@@ -5,9 +5,10 @@
 //    answers each message it receives with one of its own (a ping-pong: ib_send_lat,
 //    ib_write_lat, an RPC server, UCX am_lat), the ACK can leave in the same sendmmsg as the
 //    answer, and the peer, busy-polling for that ACK, receives the answer in the same
-//    recvmmsg: one system call each way and no thread hand-off. Held only while the last
-//    receive that made packets was answered by a post within hold_ns; a hold that expires
-//    unanswered stops holding until a post answers a receive again.
+//    recvmmsg: one system call each way and no thread hand-off. The engine holds the ACKs
+//    (Device::receive with hold_acks_ns) while the last receive that made packets was
+//    answered by a post within hold_ns; a hold that runs out unanswered stops holding until
+//    a post answers a receive again.
 // 2. Coming back. After a poll that returned completions the program may leave the CQ for a
 //    while (ib_write_lat spins on memory): the progress thread must then watch the socket.
 //    If the program came back (posted or polled) within defer_ns the last time, it is
@@ -32,34 +33,18 @@ class CallPattern {
   CallPattern(uint64_t hold_ns, uint64_t defer_ns) : hold_ns_(hold_ns), defer_ns_(defer_ns) {}
 
   // -- replies ------------------------------------------------------------------------------
-  // A receive is about to run: should what it sends (ACKs) be held for the program's answer?
+  // A receive is about to run: should the ACKs it makes be held for the program's answer?
   bool hold_receives() const { return hold_ns_ != 0 && replies_; }
-  // A receive at `now` made packets; `held` says they stay queued. Returns the time by which
-  // held packets must leave.
-  uint64_t on_receive_made_packets(uint64_t now, bool held) {
-    made_ns_ = now;
-    if (held && held_until_ == 0) held_until_ = now + hold_ns_;
-    return held_until_;
-  }
-  // The program posts sends at `now`; held packets leave with them.
+  // A receive at `now` made packets (sent or held).
+  void on_receive_made_packets(uint64_t now) { made_ns_ = now; }
+  // The program posts sends at `now` (held ACKs leave with them): it answered if a receive
+  // made packets less than hold_ns before.
   void on_post_send(uint64_t now) {
     if (made_ns_ != 0 && now - made_ns_ < hold_ns_) replies_ = true;
     made_ns_ = 0;
-    held_until_ = 0;
   }
-  // Packets are about to leave at `now` without a post (a flush): true if they are held and
-  // their time has not come yet (the caller keeps them); otherwise the hold ends, and one
-  // that ran out unanswered ends the prediction.
-  bool keep_held(uint64_t now) {
-    if (held_until_ == 0) return false;
-    if (now < held_until_) return true;
-    held_until_ = 0;
-    replies_ = false;
-    return false;
-  }
-  // Held packets left for another reason (a full queue, a large packet among them).
-  void release() { held_until_ = 0; }
-  uint64_t held_until() const { return held_until_; }  // 0: nothing held
+  // Held ACKs ran out unanswered: the prediction ends until a post answers a receive again.
+  void on_hold_expired() { replies_ = false; }
   bool replies() const { return replies_; }
 
   // -- coming back --------------------------------------------------------------------------
@@ -90,7 +75,6 @@ class CallPattern {
   uint64_t defer_ns_;
   bool replies_ = false;
   uint64_t made_ns_ = 0;      // the last receive that made packets (0: answered or none)
-  uint64_t held_until_ = 0;   // held packets leave by then (0: none held)
   static constexpr int kLateReturnsToLeave = 2;
   bool comes_back_ = false;
   int late_returns_ = 0;  // returns later than defer_ns after completions, in a row

@@ -11,7 +11,7 @@ constexpr uint64_t kHold = 20000, kDefer = 5000;
 
 // Receive at t (making an ACK), answer with a post at t + gap.
 void exchange(CallPattern& p, uint64_t t, uint64_t gap) {
-  p.on_receive_made_packets(t, p.hold_receives());
+  p.on_receive_made_packets(t);
   p.on_post_send(t + gap);
 }
 
@@ -25,11 +25,7 @@ TEST(CallPattern, receive_answered_within_hold__later_receives_are_held) {
   CallPattern p(kHold, kDefer);
   exchange(p, 1000, 3000);
   ASSERT_TRUE(p.hold_receives());
-  EXPECT_EQ(p.on_receive_made_packets(10000, true), 10000 + kHold);
-  EXPECT_TRUE(p.keep_held(10000 + kHold - 1));
-  p.on_post_send(12000);  // the answer takes the ACK along
-  EXPECT_EQ(p.held_until(), 0u);
-  EXPECT_FALSE(p.keep_held(12001));
+  exchange(p, 10000, kHold - 1);  // answered again: the prediction stands
   EXPECT_TRUE(p.hold_receives());
 }
 
@@ -48,38 +44,19 @@ TEST(CallPattern, post_without_a_receive_before__no_prediction) {
 
 TEST(CallPattern, one_receive_answers_one_post_only) {
   CallPattern p(kHold, kDefer);
-  p.on_receive_made_packets(1000, false);
+  p.on_receive_made_packets(1000);
   p.on_post_send(50000);  // late: not an answer
   p.on_post_send(50001);  // the receive was used up by the post before
   EXPECT_FALSE(p.hold_receives());
 }
 
-TEST(CallPattern, hold_runs_out_unanswered__ACK_leaves_and_holding_stops) {
+TEST(CallPattern, hold_runs_out_unanswered__holding_stops_until_answered_again) {
   CallPattern p(kHold, kDefer);
   exchange(p, 1000, 100);
-  const uint64_t due = p.on_receive_made_packets(5000, true);
-  EXPECT_TRUE(p.keep_held(due - 1));
-  EXPECT_FALSE(p.keep_held(due));  // due: it leaves
-  EXPECT_EQ(p.held_until(), 0u);
+  p.on_receive_made_packets(5000);
+  p.on_hold_expired();
   EXPECT_FALSE(p.hold_receives());
   exchange(p, 100000, 100);  // answered again: holding resumes
-  EXPECT_TRUE(p.hold_receives());
-}
-
-TEST(CallPattern, second_receive_while_held__keeps_the_first_deadline) {
-  CallPattern p(kHold, kDefer);
-  exchange(p, 1000, 100);
-  EXPECT_EQ(p.on_receive_made_packets(5000, true), 5000 + kHold);
-  EXPECT_EQ(p.on_receive_made_packets(9000, true), 5000 + kHold);
-}
-
-TEST(CallPattern, released_hold__nothing_held_prediction_kept) {
-  CallPattern p(kHold, kDefer);
-  exchange(p, 1000, 100);
-  p.on_receive_made_packets(5000, true);
-  p.release();
-  EXPECT_EQ(p.held_until(), 0u);
-  EXPECT_FALSE(p.keep_held(5001));
   EXPECT_TRUE(p.hold_receives());
 }
 

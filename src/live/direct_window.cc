@@ -1,3 +1,5 @@
+// DirectWindow (direct mode): the shared table of a device, what peers read of it, and the
+// batched process_vm_writev / readv copies it allows.
 #include "live/direct_window.h"
 
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include <ctime>
 
 #include "engine/types.h"
+#include "live/log.h"
 
 namespace vrnic::live {
 
@@ -38,11 +41,6 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-bool debug() {
-  const char* v = std::getenv("VRNIC_DEBUG");
-  return v && *v && std::strcmp(v, "0") != 0;
-}
-
 void ip_words(const std::array<uint8_t, 16>& ip, uint64_t out[2]) {
   std::memcpy(&out[0], ip.data(), 8);
   std::memcpy(&out[1], ip.data() + 8, 8);
@@ -58,8 +56,8 @@ void allow_peer_copies() {
   if (std::fscanf(f, "%d", &scope) != 1) scope = 0;
   std::fclose(f);
   if (scope == 1) prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-  else if (scope > 1 && debug())
-    std::fprintf(stderr, "vrnic: yama ptrace_scope=%d: direct copies will be refused\n", scope);
+  else if (scope > 1)
+    log_debug("yama ptrace_scope=%d: direct copies will be refused", scope);
 }
 
 }  // namespace
@@ -401,10 +399,9 @@ size_t DirectWindow::copy_group(size_t first, size_t end) {
   if (r < 0) {
     const int e = errno;
     if (e == EPERM || e == ESRCH || e == ENOSYS) {
-      if (debug())
-        std::fprintf(stderr, "vrnic: direct mode: %s to pid %d refused (%s); using the wire\n",
-                     read ? "process_vm_readv" : "process_vm_writev", static_cast<int>(pid),
-                     std::strerror(e));
+      log_debug("direct mode: %s to pid %d refused (%s); using the wire",
+                read ? "process_vm_readv" : "process_vm_writev", static_cast<int>(pid),
+                std::strerror(e));
       peer.broken = true;
       // A dead owner's address may get a new device: retried later. A refusal is for good.
       peer.retry_ns = e == ESRCH ? now_ns() + kRetryNoPeerNs : ~uint64_t{0};

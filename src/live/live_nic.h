@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "engine/device.h"
+#include "live/scheduler.h"
 #include "wire/icrc.h"
 
 namespace vrnic::live {
@@ -106,32 +107,34 @@ class LiveNic {
   const std::string& counters_path() const;
 
  private:
-  LiveNic();
+  explicit LiveNic(const Timing& timing);
   ~LiveNic();
   // mu_ held: corks the port for a doorbell batch; returns syscall_mark() for the end.
   uint64_t before_call_locked(bool post_send, uint64_t start);
-  // mu_ held: uncorks, wakes the thread if it must. start, mark: the call's beginning.
+  // mu_ held: uncorks, sends held packets that are due, wakes the thread if it must.
+  // start, mark: the call's beginning.
   void after_call_locked(uint64_t start, uint64_t mark);
   // What the device has done that takes time (datagrams sent or received, direct copies):
   // a call that left it unchanged (an empty receive included, ~0.5 us) ended about when it
   // began, so its end time is its start, not a clock read (~10 % of a 64 B message).
   uint64_t syscall_mark() const;
   // An application thread is in the device: the progress thread keeps off for a while
-  // (see progress_loop), since such a thread posts and then polls, moving packets itself.
+  // (Scheduler, "Defer"), since such a thread posts and then polls, moving packets itself.
   uint64_t note_app_call() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
                          static_cast<uint64_t>(ts.tv_nsec);
-    last_app_ns_.store(now, std::memory_order_relaxed);
+    sched_.on_program_entry(now);
     return now;
   }
-  std::atomic<uint64_t> last_app_ns_{0};
   static void finish_at_exit();  // atexit: stop the thread, flush, unlink (device kept)
   struct Impl;
+  friend struct Impl;
   Impl* impl_ = nullptr;
   DeviceMutex mu_;
   engine::Device* device_ = nullptr;
+  Scheduler sched_;  // every timing rule; its methods named there say which lock they need
 };
 
 }  // namespace vrnic::live

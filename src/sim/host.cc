@@ -5,6 +5,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "wire/opcode.h"
+
 namespace vrnic::sim {
 
 using namespace engine;
@@ -39,6 +41,7 @@ void Host::send(std::span<const WirePacket> batch) {
     Packet p;
     p.ip = w.ip;
     p.tos = w.tos;
+    p.kind = w.kind;
     p.bytes.assign(w.data.begin(), w.data.end());
     if (ev_ != nullptr) {
       pending_.push_back(std::move(p));
@@ -62,7 +65,8 @@ void Host::release() {
   while (!held_.empty() && held_.front().first <= now) {
     Packet p = std::move(held_.front().second);
     held_.pop_front();
-    if (!p.bytes.empty() && p.bytes[0] == 0x12) atomic_acks_out_.push_back(now);
+    if (!p.bytes.empty() && wire::opcode_info(p.bytes[0]).kind == wire::OpKind::kAtomicAck)
+      atomic_acks_out_.push_back(now);
     net_.enqueue(port_, std::move(p));
   }
 }

@@ -71,7 +71,7 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   void set_nic_timing(EventQueue* ev, uint32_t index) { ev_ = ev, index_ = index; }
   void hold(uint64_t delay_ns);
   void release();
-  // When each atomic ACK (BTH opcode 0x12) left the NIC, oldest first.
+  // When each ATOMIC ACKNOWLEDGE left the NIC, oldest first.
   const std::vector<uint64_t>& atomic_acks_out() const { return atomic_acks_out_; }
 
   engine::Device& dev() { return *dev_; }

@@ -7,12 +7,6 @@
 
 namespace vrnic::sim {
 
-bool is_ack_or_cnp(const Packet& p) {
-  if (p.bytes.empty()) return false;
-  const uint8_t op = p.bytes[0];  // BTH opcode (IBA 9.2): RC ACK, RC atomic ACK, CNP
-  return op == 0x11 || op == 0x12 || op == 0x81;
-}
-
 uint64_t serialize_ns(uint64_t wire_bytes, double rate_bps) {
   return static_cast<uint64_t>(std::llround(static_cast<double>(wire_bytes) * 8e9 / rate_bps));
 }
@@ -197,7 +191,8 @@ void Network::leave_switch(Port& out, const Node& sw, Packet& p) {
     ++out.queue_samples;
     out.queue_sum += out.queue_bytes;
   }
-  if ((p.tos & 0x3) != 0 && (p.tos & 0x3) != 0x3 && !is_ack_or_cnp(p) &&
+  // RED marks ECN-capable packets (RFC 3168), never an ACK or a CNP.
+  if ((p.tos & 0x3) != 0 && (p.tos & 0x3) != 0x3 && !wire::is_control(p.kind) &&
       red_mark(sw.sw.red, out.queue_bytes)) {
     p.tos |= 0x3;  // CE (RFC 3168)
     ++out.marked;

@@ -31,11 +31,10 @@ struct Packet {
   uint32_t ingress = kNone;  // the switch port it came in on (PFC accounting)
   uint32_t dst_node = kNone;  // the destination host's node, found once at the sending NIC
   std::vector<uint8_t> bytes;  // the UDP payload: BTH .. ICRC
+  wire::PacketKind kind = wire::PacketKind::kRequest;  // as the sending engine stamped it
   uint64_t wire_bytes() const { return bytes.size() + kFrameOverhead; }
 };
 
-// BTH opcodes that are never marked (acknowledgements and CNPs).
-bool is_ack_or_cnp(const Packet& p);
 uint64_t serialize_ns(uint64_t wire_bytes, double rate_bps);
 
 struct RedParams {
@@ -53,7 +52,7 @@ struct WatchdogParams {
 };
 
 // Drops the nth frame (1 = the first) with this BTH opcode that a switch receives (tests,
-// experiments: e.g. an atomic ACK, opcode 0x12, to make the requester retransmit).
+// experiments: e.g. an atomic ACK, to make the requester retransmit).
 struct DropRule {
   uint8_t opcode = 0;
   uint64_t nth = 1;

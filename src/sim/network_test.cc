@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/network.h"
+#include "wire/opcode.h"
 
 namespace vrnic::sim {
 namespace {
@@ -49,6 +50,7 @@ struct Fabric {
       p.tos = tos;
       p.bytes.assign(payload, 0);
       p.bytes[0] = opcode;
+      p.kind = wire::packet_kind(opcode, 2);  // as a sending engine stamps it
       p.bytes[1] = static_cast<uint8_t>(i);
       p.bytes[2] = static_cast<uint8_t>(i >> 8);
       net.enqueue(net.host_port(a), std::move(p));
@@ -121,15 +123,22 @@ TEST(SimNetwork, red_marks_never_below_kmin_always_above_kmax_only_ect_data) {
     EXPECT_LT(middle_marked, 40);
     EXPECT_EQ(f.switch_port_to_b().marked, 38u + middle_marked);  // 38 above Kmax
   }
-  // Not-ECT data, and ACKs / CNPs even if ECT, are never marked.
-  for (auto [tos, opcode] : {std::pair<uint8_t, uint8_t>{0x00, 0x0a}, {0x02, 0x11}, {0x02, 0x12},
-                             {0x02, 0x81}}) {
+  // Not-ECT data, and ACKs (XRC's too) / CNPs even if ECT, are never marked.
+  for (auto [tos, opcode] : {std::pair<uint8_t, uint8_t>{0x00, wire::kRcWriteOnly},
+                             {0x02, wire::kRcAck}, {0x02, wire::kXrcAck}, {0x02, wire::kCnp}}) {
     Fabric f(sp, 100e9, 1e9, 100);
     f.send(100, 1000, tos, opcode);
     f.run();
     ASSERT_EQ(f.rec.got.size(), 100u);
     for (const Arrival& a : f.rec.got) EXPECT_EQ(a.tos, tos);
     EXPECT_EQ(f.switch_port_to_b().marked, 0u);
+  }
+  // Responses carry data back (READ responses, ATOMIC ACKNOWLEDGE): ECN-capable, marked.
+  for (uint8_t opcode : {wire::kRcReadResponseOnly, wire::kRcAtomicAck}) {
+    Fabric f(sp, 100e9, 1e9, 100);
+    f.send(100, 1000, 0x02, opcode);
+    f.run();
+    EXPECT_GE(f.switch_port_to_b().marked, 38u) << int(opcode);
   }
 }
 

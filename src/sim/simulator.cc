@@ -5,6 +5,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "wire/headers.h"
+
 namespace vrnic::sim {
 
 using namespace engine;
@@ -119,21 +121,15 @@ uint64_t Simulator::ideal_fct(const Flow& f) const {
 void Simulator::deliver(uint32_t node, Packet&& p) {
   const uint32_t h = host_of_node_.at(node);
   count_delivered(h, p);
-  if (!p.bytes.empty() && (p.bytes[0] == 0x13 || p.bytes[0] == 0x14))  // RC CmpSwap, FetchAdd
-    atomic_in_[h].push_back(clock_.now_ns());
   Host& host = *hosts_[h];
   const WirePacket w{p.ip, p.tos, p.bytes};
-  if (!sc_.nic.pcie) {
-    host.dev().receive(std::span<const WirePacket>(&w, 1));
-    return service(h, false);
-  }
-  const engine::Counters& c = host.dev().counters();
-  const uint64_t replayed = c.duplicate_atomics_replayed, executed = c.rx_atomic;
-  host.dev().receive(std::span<const WirePacket>(&w, 1));
+  const Device::ReceiveResult r = host.dev().receive(std::span<const WirePacket>(&w, 1));
+  if (r.atomic_requests > 0) atomic_in_[h].push_back(clock_.now_ns());
+  if (!sc_.nic.pcie) return service(h, false);
   uint64_t cost = sc_.nic.rx_pipeline_ns;
-  if (c.duplicate_atomics_replayed > replayed) {
+  if (r.atomics_replayed > 0) {
     cost += sc_.nic.dma_read_ns;
-  } else if (c.rx_atomic > executed) {
+  } else if (r.atomic_requests > 0) {
     cost += sc_.nic.atomic_rmw_ns;
   }
   host.hold(cost);
@@ -143,9 +139,9 @@ void Simulator::deliver(uint32_t node, Packet&& p) {
 // Bytes of a long flow's data packets (not ACKs, atomic ACKs or CNPs) reaching the QP they
 // are for (data_key), by bin.
 void Simulator::count_delivered(uint32_t host, const Packet& p) {
-  if (flow_by_rqp_.empty() || p.bytes.size() < 12 || is_ack_or_cnp(p)) return;
-  const uint32_t qpn = uint32_t{p.bytes[5]} << 16 | uint32_t{p.bytes[6]} << 8 | p.bytes[7];
-  const auto it = flow_by_rqp_.find(uint64_t{host} << 32 | qpn);
+  wire::Bth bth;
+  if (flow_by_rqp_.empty() || wire::is_control(p.kind) || !wire::parse_bth(p.bytes, bth)) return;
+  const auto it = flow_by_rqp_.find(uint64_t{host} << 32 | bth.dest_qp);
   if (it == flow_by_rqp_.end()) return;
   Flow& f = flows_[it->second];
   const uint64_t bin = clock_.now_ns() / bin_ns_;

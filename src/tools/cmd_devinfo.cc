@@ -15,7 +15,7 @@ int cmd_devinfo(const DevinfoOptions& o) {
   int err = 0;
   std::string message;
   // Probe by really binding, exactly as the device will; the port closes on return.
-  auto port = live::open_device_port(requested, {}, err, message);
+  auto port = live::open_device_port(requested, "", {}, err, message);
   if (!port) {
     std::fprintf(stderr, "vrnic devinfo: %s\n", message.c_str());
     return 1;

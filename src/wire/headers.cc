@@ -11,7 +11,7 @@ namespace {
 
 // BTH byte 1: SE | M | PadCnt(2) | TVer(4). Byte 4 is Resv8a on RoCEv2, FECN | BECN on IB.
 // Byte 8: AckReq | Resv7.
-void parse_bth(const uint8_t* p, Bth& b) {
+void read_bth(const uint8_t* p, Bth& b) {
   b.opcode = p[0];
   b.solicited = (p[1] & 0x80) != 0;
   b.mig_req = (p[1] & 0x40) != 0;
@@ -57,12 +57,18 @@ size_t header_size(uint8_t opcode) {
 
 // Extended headers follow the BTH in the order of IBA 9.2 (RDETH, DETH, XRCETH, RETH, AtomicETH,
 // AETH, AtomicAckETH, ImmDt, IETH); the parser and the writer share that order.
+bool parse_bth(std::span<const uint8_t> udp_payload, Bth& out) {
+  if (udp_payload.size() < kBthSize) return false;
+  read_bth(udp_payload.data(), out);
+  return true;
+}
+
 ParseError parse_packet(std::span<const uint8_t> udp_payload, Packet& out) {
   out = Packet{};
   const size_t size = udp_payload.size();
   if (size < kBthSize) return ParseError::kTruncated;
   const uint8_t* p = udp_payload.data();
-  parse_bth(p, out.bth);
+  read_bth(p, out.bth);
   // TVer 0 is the only transport header version (IBA 9.2.1); anything else is dropped.
   if (out.bth.tver != 0) return ParseError::kBadVersion;
   const OpcodeInfo& info = opcode_info(out.bth.opcode);

@@ -82,6 +82,10 @@ enum class ParseError : uint8_t {
 };
 const char* to_string(ParseError e);
 
+// Reads the BTH alone (no other header, no check of the opcode): false if the payload is
+// shorter than a BTH. For those who carry packets and need only their QP or PSN.
+bool parse_bth(std::span<const uint8_t> udp_payload, Bth& out);
+
 // Parses the UDP payload of a RoCEv2 packet (BTH .. ICRC inclusive). Does not check the ICRC.
 // Resets `out` first; never reads outside the span. Reserved bits are ignored.
 ParseError parse_packet(std::span<const uint8_t> udp_payload, Packet& out);

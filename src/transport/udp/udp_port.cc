@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -17,11 +19,9 @@
 
 #include "transport/udp/fault_injector.h"
 #include "transport/udp/kernel_socket.h"
-#include "transport/udp/log.h"
 #include "transport/udp/pcap_writer.h"
 #include "wire/headers.h"
 #include "wire/icrc.h"
-#include "wire/opcode.h"
 
 namespace vrnic::transport {
 namespace {
@@ -173,7 +173,7 @@ std::unique_ptr<UdpPort> UdpPort::open(const UdpPortOptions& options, int& err) 
   }
   p->gso_ = options.offload;
   p->granted_rcvbuf_ = get_int(fd, SOL_SOCKET, SO_RCVBUF);
-  debug_log("udp %s:%u: %zu receive queue(s), SO_RCVBUF asked %d granted %d, SO_SNDBUF "
+  p->debug("udp %s:%u: %zu receive queue(s), SO_RCVBUF asked %d granted %d, SO_SNDBUF "
             "granted %d", options.address.to_string().c_str(), p->options_.port,
             p->rxq_.size(), options.buffer_bytes, p->granted_rcvbuf_,
             get_int(fd, SOL_SOCKET, SO_SNDBUF));
@@ -222,7 +222,7 @@ bool UdpPort::set_multicast(const std::array<uint8_t, 16>& group, bool ipv6, boo
   if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
       setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof mreq) != 0 ||
       epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-    debug_log("udp: cannot join multicast group %u.%u.%u.%u: %s", group[0], group[1], group[2],
+    debug("udp: cannot join multicast group %u.%u.%u.%u: %s", group[0], group[1], group[2],
               group[3], std::strerror(errno));
     close(fd);
     return false;
@@ -270,7 +270,7 @@ uint16_t UdpPort::source_port_for(uint32_t qpn) {
     if (err != EADDRINUSE) break;
   }
   // No port to be had: send from the receive socket, whose port the engine then uses.
-  debug_log("udp: no free source port for qpn %u, using %u", qpn, options_.port);
+  debug("udp: no free source port for qpn %u, using %u", qpn, options_.port);
   return options_.port;
 }
 
@@ -289,38 +289,9 @@ int UdpPort::send_fd_for(uint16_t src_port) {
 
 // ---- send ---------------------------------------------------------------------------------
 
-namespace {
-
-bool is_ack(const engine::WirePacket& p) {  // ACK, NAK, CNP: no message, no payload
-  if (p.data.empty()) return false;
-  const uint8_t op = p.data[0];
-  return op == wire::kRcAck || op == wire::kXrcAck || op == wire::kCnp;
-}
-
-bool is_request(const engine::WirePacket& p) {
-  if (p.data.empty()) return false;
-  const wire::OpKind k = wire::opcode_info(p.data[0]).kind;
-  return k != wire::OpKind::kReadResponse && k != wire::OpKind::kAck &&
-         k != wire::OpKind::kAtomicAck && k != wire::OpKind::kCnp;
-}
-
-}  // namespace
-
 void UdpPort::send(std::span<const engine::WirePacket> batch) {
-  if (hold_acks_ && !corked_ && std::all_of(batch.begin(), batch.end(), is_ack)) {
-    enqueue(batch);
-    return;
-  }
-  if (!corked_ && queued_ == 0) {
-    send_now(batch);
-    return;
-  }
   if (corked_) {
     enqueue(batch);
-    return;
-  }
-  if (queued_acks_only() && std::all_of(batch.begin(), batch.end(), is_request)) {
-    send_ahead_of_acks(batch);
     return;
   }
   flush();  // what was queued goes first: packets leave in the order the engine made them
@@ -337,7 +308,6 @@ void UdpPort::enqueue(std::span<const engine::WirePacket> batch) {
     queue_bufs_[queued_].assign(p.data.begin(), p.data.end());
     queue_[queued_] = p;
     queue_[queued_].data = queue_bufs_[queued_];
-    if (!is_ack(p)) ++queued_other_;
     ++queued_;
   }
 }
@@ -346,16 +316,17 @@ void UdpPort::flush() {
   if (queued_ == 0) return;
   size_t n = queued_;
   queued_ = 0;
-  queued_other_ = 0;
   send_now({queue_.data(), n});
 }
 
-void UdpPort::send_ahead_of_acks(std::span<const engine::WirePacket> batch) {
-  joined_.assign(batch.begin(), batch.end());
-  joined_.insert(joined_.end(), queue_.begin(), queue_.begin() + queued_);
-  queued_ = 0;
-  queued_other_ = 0;
-  send_now(joined_);
+void UdpPort::debug(const char* fmt, ...) const {
+  if (options_.debug_log == nullptr) return;
+  char line[400];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  options_.debug_log("%s", line);
 }
 
 // The batch with each source port's packets together, in their order: packets of one QP
@@ -524,7 +495,7 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
     }
     if (r < 0 && pkts_in[done] > 1 && (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP)) {
       // The kernel or the route refuses segmentation offload: send the rest one by one.
-      debug_log("udp: UDP_SEGMENT refused (%s), sending without it", std::strerror(errno));
+      debug("udp: UDP_SEGMENT refused (%s), sending without it", std::strerror(errno));
       gso_ = false;
       std::span<const engine::WirePacket> rest = run;
       size_t skip = 0;
@@ -533,7 +504,7 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
       return;
     }
     // This message cannot go (EMSGSIZE, unreachable...): drop it, as a wire would.
-    debug_log("udp: send failed: %s", std::strerror(errno));
+    debug("udp: send failed: %s", std::strerror(errno));
     tx_stats_.tx_dropped += pkts_in[done];
     ++done;
   }

@@ -33,6 +33,8 @@ struct UdpPortOptions {
   // threads. Needs a fixed port.
   size_t rx_queues = 1;
   static constexpr size_t kMaxRxQueues = 64;
+  // Diagnostics (printf-style), e.g. a multicast join refused; null: none.
+  void (*debug_log)(const char* fmt, ...) = nullptr;
 };
 
 struct UdpPortStats {
@@ -105,18 +107,10 @@ class UdpPort final : public engine::PacketPort {
   // Corking (the doorbell batch): while corked, send() copies packets into a queue instead
   // of sending them; flush() sends the queue in one batch (sendmmsg, UDP_SEGMENT). A queue
   // of kMaxCorked packets flushes itself. Uncorking does not flush; the next uncorked send()
-  // sends the queue first, except that a queue of ACKs leaves after that send's requests, in
-  // the same system call (an ACK held for the program's answer arrives after the answer, so
-  // the peer, polling for the ACK, has the answer when it has the ACK; ACKs are cumulative
-  // and independent of the other direction's requests, so the order is free).
+  // sends the queue first: packets leave in the order they came.
   void set_cork(bool on) { corked_ = on; }
-  // Holding ACKs (a receive whose ACKs may wait for the program's answer): while on, a
-  // batch of ACKs and CNPs only is queued as if corked; any other batch is sent as uncorked
-  // (its requests ahead of the queued ACKs), without copying its payload into the queue.
-  void set_hold_acks(bool on) { hold_acks_ = on; }
   void flush();
   size_t queued() const { return queued_; }
-  bool queued_acks_only() const { return queued_ > 0 && queued_other_ == 0; }  // ACKs, CNPs
   static constexpr size_t kMaxCorked = 64;
 
   // Receives, without blocking, the packets waiting on the first queue and the multicast
@@ -158,7 +152,7 @@ class UdpPort final : public engine::PacketPort {
   void send_now(std::span<const engine::WirePacket> batch);
   std::span<const engine::WirePacket> grouped_by_port(std::span<const engine::WirePacket> batch);
   void enqueue(std::span<const engine::WirePacket> batch);  // copies into queue_
-  void send_ahead_of_acks(std::span<const engine::WirePacket> batch);
+  void debug(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
   size_t gso_group_end(std::span<const engine::WirePacket> run, size_t k) const;
 
   // One UDP_SEGMENT message: at most this many packets and this much payload (an IP
@@ -181,10 +175,7 @@ class UdpPort final : public engine::PacketPort {
   bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
   bool gro_ = false;  // UDP_GRO granted on the receive socket
   bool corked_ = false;
-  bool hold_acks_ = false;
   size_t queued_ = 0;
-  size_t queued_other_ = 0;  // queued packets other than ACKs and CNPs
-  std::vector<engine::WirePacket> joined_;  // requests then trailing ACKs (send)
   std::vector<engine::WirePacket> by_port_;  // grouped_by_port's copy
   std::vector<uint16_t> ports_seen_;           // grouped_by_port's ports, first seen first
   std::vector<engine::WirePacket> queue_;        // kMaxCorked entries, the first queued_ used

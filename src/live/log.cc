@@ -1,15 +1,17 @@
-// debug_log / error_log: one formatted line per call, written with a single write(2).
-#include "transport/udp/log.h"
+// log_debug / log_error: one formatted line per call, written with a single write(2).
+#include "live/log.h"
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
-namespace vrnic::transport {
+namespace vrnic::live {
 namespace {
+
+std::atomic<bool> g_debug{false};
 
 void vlog(const char* fmt, va_list ap) {
   char buf[512];
@@ -19,34 +21,28 @@ void vlog(const char* fmt, va_list ap) {
   if (m < 0) return;
   size_t len = std::strlen(buf);
   buf[len++] = '\n';
-  // One write so that lines of concurrent processes sharing stderr do not interleave.
   ssize_t ignored = write(STDERR_FILENO, buf, len);
   (void)ignored;
 }
 
 }  // namespace
 
-bool debug_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("VRNIC_DEBUG");
-    return v && *v && std::strcmp(v, "0") != 0;
-  }();
-  return enabled;
-}
+void set_debug_log(bool on) { g_debug.store(on, std::memory_order_relaxed); }
+bool debug_log_enabled() { return g_debug.load(std::memory_order_relaxed); }
 
-void debug_log(const char* fmt, ...) {
-  if (!debug_enabled()) return;
+void log_debug(const char* fmt, ...) {
+  if (!debug_log_enabled()) return;
   va_list ap;
   va_start(ap, fmt);
   vlog(fmt, ap);
   va_end(ap);
 }
 
-void error_log(const char* fmt, ...) {
+void log_error(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vlog(fmt, ap);
   va_end(ap);
 }
 
-}  // namespace vrnic::transport
+}  // namespace vrnic::live

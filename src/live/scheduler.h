@@ -1,0 +1,144 @@
+// Scheduler: every timing rule of the live device, as a policy fed (event, now) that answers
+// with what to do. No clock, no thread, no system call: the loops around it (live_nic*.cc,
+// progress.cc) read the clock, take the locks and make the calls; tests drive it in virtual
+// time (scheduler_test.cc). docs/live.md says why each rule is there, with its measurements.
+//
+// The rules:
+//  - Defer. While the program called into the device less than defer_ns ago, it moves its
+//    own packets (poll_cq receives, runs the timers): the progress thread keeps off the lock
+//    and the CPU, asleep on its kick eventfd.
+//  - Back-off. A deferring thread that finds the program still there looks again twice as
+//    late each time, up to recheck_max_ns; a kick starts again at defer_ns.
+//  - Quiet wire. While only direct copies move (no packet since the last poll that returned
+//    completions), the deferral is at least kQuietDeferNs.
+//  - Spin. After it received packets the thread looks again without sleeping for spin_ns,
+//    unless the program is a poller expected back (CallPattern, "coming back").
+//  - ACK hold. ACKs a receive makes wait for the program's answer, at most ack_hold_ns, while
+//    the program answers what it receives (CallPattern, "replies"); the engine holds them.
+//  - Coming back. After a poll that returned completions the thread is kicked back to the
+//    socket, unless the program came straight back the last times (CallPattern).
+//  - Cork. A post while the program busy-polls (an empty poll less than defer_ns ago), or a
+//    post_send right after a post_send within kBurstGapNs, queues its packets in the port
+//    until the next poll_cq (the doorbell batch).
+//  - Burst. A call less than kBurstGapNs after the end of the program's previous call holds
+//    its direct copies, and so does every call after it until the next poll.
+//  - Kick. Work left for later (a corked batch, held copies, a timer earlier than the one
+//    the thread sleeps towards) wakes a thread that is not deferring.
+//
+// Threads: on_program_entry may be called from any thread without the device lock;
+// thread_defer / thread_woke / thread_spins only by the progress thread, without it;
+// queue_spins by any receive-queue thread; every other method with the device lock held.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "live/call_pattern.h"
+#include "live/config.h"
+
+namespace vrnic::live {
+
+inline constexpr uint64_t kNever = UINT64_MAX;
+
+// What the device and its port hold when a decision is made (read under the device lock).
+struct DeviceView {
+  uint64_t next_timer_ns = kNever;       // the engine's next timer (held ACKs' included)
+  bool port_queued = false;              // a doorbell batch waits in the port
+  bool direct_queued = false;            // direct copies wait (a burst)
+  bool pending_tx = false;               // the engine holds work back without a timer
+};
+
+class Scheduler {
+ public:
+  static constexpr uint64_t kBurstGapNs = 2000;         // calls closer are one burst
+  static constexpr uint64_t kQuietDeferNs = 50'000;     // deferral while only copies move
+  static constexpr int kBatchesPerHold = 8;             // receive batches per lock hold
+  static constexpr uint64_t kPendingTxLookNs = 1'000'000;  // work held back without a timer
+
+  explicit Scheduler(const Timing& t) : t_(t), pattern_(t.ack_hold_ns, t.defer_ns) {}
+  const Timing& timing() const { return t_; }
+
+  // ---- the program's calls --------------------------------------------------------------------
+  // A program thread is about to take the device lock (any verb, poll_cq included).
+  void on_program_entry(uint64_t now) { last_app_ns_.store(now, std::memory_order_relaxed); }
+  struct CallStart {
+    bool cork = false;         // queue the call's packets in the port (the doorbell batch)
+    bool hold_direct = false;  // leave the call's direct copies queued (a burst)
+  };
+  CallStart on_call_start(uint64_t now, bool post_send);
+  struct CallEnd {
+    bool release_acks = false;  // the held ACKs' time has come: send them (and the port's queue)
+    bool kick = false;          // wake the progress thread
+  };
+  // The call ended at `end` (its start, if it made no system call).
+  CallEnd on_call_end(uint64_t end, uint64_t held_acks_deadline, const DeviceView& v);
+  // poll_cq begins at `now` (it then flushes: the doorbell batch leaves, and held ACKs that
+  // are due, acks_due). A poll ends a burst.
+  void on_poll_start(uint64_t now);
+  // poll_cq found `completions`; `packets` is the device's rx + tx packet count. True: kick.
+  bool on_poll_end(uint64_t now, int completions, uint64_t packets);
+  // The program is about to sleep on a completion channel (it armed a CQ), or waits for a
+  // CM answer: the thread watches the socket now. True: kick (it is deferring).
+  bool on_end_deferral();
+
+  // ---- receives and held ACKs -------------------------------------------------------------
+  // hold_acks_ns for Device::receive: the ACK hold while the program answers (0: none).
+  // Only a program's own poll, and the progress thread, hold; queue threads never do.
+  uint64_t ack_hold_for_receive() const {
+    return pattern_.hold_receives() ? t_.ack_hold_ns : 0;
+  }
+  // A receive at `now` made packets (sent, or ACKs held).
+  void on_receive_made_packets(uint64_t now) { pattern_.on_receive_made_packets(now); }
+  // At a flush point: true if held ACKs are due (they leave; the prediction ends, since the
+  // program did not answer in time).
+  bool acks_due(uint64_t now, uint64_t held_acks_deadline);
+
+  // ---- the progress thread ----------------------------------------------------------------
+  struct Defer {
+    bool defer = false;
+    uint64_t wait_ns = 0;  // sleep on the kick eventfd this long (or until kicked)
+  };
+  Defer thread_defer(uint64_t now);
+  void thread_woke(bool kicked);  // after a deferral sleep: kicked, or its time ran out
+  // Device lock held, before the thread services the device.
+  void on_thread_service(uint64_t now) { pattern_.on_quiet(now); }
+  // Device lock held, after it: what the thread sleeps towards (kNever: until a packet or a
+  // kick); remembered for kicks.
+  uint64_t thread_deadline(uint64_t now, bool took_datagrams, const DeviceView& v);
+  // After the lock: look again at once, without sleeping?
+  bool thread_spins(uint64_t now) const {
+    return t_.spin_ns != 0 && !polls_back_ && now - rx_at_ < t_.spin_ns;
+  }
+  // A timer the last call or queue thread armed is earlier than the thread's deadline: true
+  // if the thread must be woken to recompute it (not while it defers).
+  bool timer_kick(uint64_t next_timer_ns);
+
+  // ---- receive-queue threads ---------------------------------------------------------------
+  bool queue_spins(uint64_t now, uint64_t rx_at) const {
+    return t_.spin_ns != 0 && now - rx_at < t_.spin_ns;
+  }
+
+  bool deferring() const { return deferring_.load(std::memory_order_relaxed); }
+  const CallPattern& pattern() const { return pattern_; }
+
+ private:
+  bool kick_unless_deferring();  // the thread's deadline is void; true if it must be kicked
+
+  Timing t_;
+  CallPattern pattern_;
+  std::atomic<uint64_t> last_app_ns_{0};  // the program's last entry (0: it said it leaves)
+  std::atomic<bool> wire_quiet_{false};   // the last poll with completions moved no packet
+  std::atomic<bool> deferring_{false};    // the thread is in its deferral sleep
+  uint64_t last_poll_ns_ = 0;       // the last empty poll (0 after completions)
+  uint64_t prev_call_end_ns_ = 0;   // when the program's last post or poll ended
+  bool in_burst_ = false;           // the last call held its copies; until the next poll
+  bool prev_was_send_ = false;      // the program's last call was a post_send
+  uint64_t packets_at_poll_ = ~0ull;  // rx + tx packets at the last poll with completions
+  uint64_t thread_deadline_ = kNever;  // what the progress thread sleeps towards (0: void)
+  // The progress thread's own.
+  uint64_t backoff_ = 0;      // the next deferral look (0: at the deferral)
+  uint64_t last_defer_ = 0;   // the deferral of the last thread_defer
+  uint64_t rx_at_ = 0;        // when the thread last received packets
+  bool polls_back_ = false;   // the program polls and is expected back, at the last service
+};
+
+}  // namespace vrnic::live
