@@ -216,7 +216,7 @@ TEST_F(Loopback, atomics__fetch_add_and_compare_swap) {
   uint64_t original;
   std::memcpy(&original, a_buf_.data(), 8);
   EXPECT_EQ(original, 0x7776757473727170u);
-  EXPECT_EQ(*target, 0x7AD99E72FBAC83A0u);  // seed 000's worked example
+  EXPECT_EQ(*target, 0x7AD99E72FBAC83A0u);  // the DPU atomics paper's worked example (docs/sim.md, atomic-replay)
 
   w.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
   w.wr.atomic.compare_add = 1;  // does not match: no swap

@@ -170,7 +170,6 @@ class Network {
   std::vector<uint32_t> path(uint32_t src, uint32_t dst) const;
   const Port& port(uint32_t i) const { return ports_[i]; }
   size_t port_count() const { return ports_.size(); }
-  size_t node_count() const { return nodes_.size(); }
   uint64_t drops() const;
   uint64_t pause_frames() const;
   uint64_t nic_pause_frames() const;  // sent by hosts' NICs

@@ -22,7 +22,7 @@ struct NicParams {
   // PCIe timing of the NIC (docs/sim.md "NIC model"); off: the engine's work takes no time.
   bool pcie = false;
   uint64_t doorbell_ns = 150;     // the MMIO doorbell write reaching the NIC
-  uint64_t dma_read_ns = 125;     // one DMA read round trip (seed 004)
+  uint64_t dma_read_ns = 125;     // one DMA read round trip, as measured in "RDMA Networking - Message TX" (2024)
   uint64_t rx_pipeline_ns = 500;  // a received packet through the NIC to its answer
   uint64_t atomic_rmw_ns = 250;   // an atomic's read and write of host memory
   uint64_t cqe_write_ns = 60;     // a CQE's posted DMA write until the program can poll it

@@ -197,12 +197,12 @@ TEST(SimScenario, fat_tree_k4_carries_an_all_to_all_across_the_cores) {
   EXPECT_EQ(s.drops, 0u);
 }
 
-// Seed 000's worked example: the Fetch-and-Add returns the word's original value and adds
+// The worked example of the DPU atomics paper (Wu, Wang and Gao, 2024; docs/sim.md): the Fetch-and-Add returns the word's original value and adds
 // once, though the request came twice (its first ACK dropped): the duplicate is answered
 // from the ACK queue. The responder's NIC: 875 ns pipeline + 250 ns read-modify-write the
 // first time, 875 + 125 ns (the ACK queue entry's DMA read) for the replay.
-TEST(SimScenario, seed000_atomic_replay_answers_the_duplicate_from_the_ack_queue) {
-  const Summary s = run_builtin("seed000-atomic-replay");
+TEST(SimScenario, atomic_replay_answers_the_duplicate_from_the_ack_queue) {
+  const Summary s = run_builtin("atomic-replay");
   ASSERT_EQ(s.atomics.size(), 1u);
   EXPECT_EQ(s.atomics[0].fetched, 0x7776757473727170ull);
   EXPECT_EQ(s.atomics[0].memory, 0x7AD99E72FBAC83A0ull);  // added once
@@ -214,7 +214,7 @@ TEST(SimScenario, seed000_atomic_replay_answers_the_duplicate_from_the_ack_queue
 // Without the drop the atomic runs once; a WRITE flow alone with the NIC model on still
 // takes its ideal time, which counts the model's costs.
 TEST(SimScenario, nic_model_costs_are_in_the_ideal_fct) {
-  Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+  Scenario sc = parse_scenario(builtin_text("atomic-replay"));
   sc.sw.drop.clear();
   Summary s = Simulator(sc).run();
   EXPECT_EQ(s.atomic_responder_ns, (std::vector<uint64_t>{1125}));
@@ -226,13 +226,13 @@ TEST(SimScenario, nic_model_costs_are_in_the_ideal_fct) {
   EXPECT_NEAR(s.fct_slowdown.at("64KiB-1MiB").p50, 1.0, 0.02);
 }
 
-// Seed 004's optimisations in the NIC model, on a 32-byte WRITE alone: inline data saves the
+// The optimisations "RDMA Networking - Message TX" (2024) measures, in the NIC model, on a 32-byte WRITE alone: inline data saves the
 // payload's DMA read, BlueFlame the WQE's as well; the CQE's write is part of every FCT; a
 // post of 16 WQEs without doorbell batching pays 16 doorbells before its first packet. Each
 // FCT moves by exactly those costs, and the ideal FCT with it (slowdown 1).
 TEST(SimScenario, nic_model_inline_blueflame_batching_and_cqe_costs) {
   auto fct = [](uint64_t bytes, auto&& tweak) {
-    Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+    Scenario sc = parse_scenario(builtin_text("atomic-replay"));
     sc.sw.drop.clear();
     sc.flows[0].verb = Verb::kWrite;
     sc.flows[0].bytes = bytes;
@@ -261,7 +261,7 @@ TEST(SimScenario, every_verb_and_transport_alone_takes_its_ideal_time) {
       {Verb::kSend, Transport::kUc},  {Verb::kSend, Transport::kUd}};
   for (const auto& [verb, transport] : kinds) {
     for (uint64_t bytes : {uint64_t{3000}, uint64_t{200'000}, uint64_t{3'000'000}}) {
-      Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+      Scenario sc = parse_scenario(builtin_text("atomic-replay"));
       sc.sw.drop.clear();
       sc.flows[0].verb = verb;
       sc.flows[0].transport = transport;
@@ -296,7 +296,7 @@ TEST(SimScenario, poisson_ud_sends_on_a_lossless_star_all_arrive) {
 // flow stays incomplete (not failed); an RC SEND flow with the same drop completes.
 TEST(SimScenario, unreliable_flows_lose_what_the_switch_drops) {
   for (Transport t : {Transport::kUd, Transport::kUc, Transport::kRc}) {
-    Scenario sc = parse_scenario(builtin_text("seed000-atomic-replay"));
+    Scenario sc = parse_scenario(builtin_text("atomic-replay"));
     sc.flows[0].verb = Verb::kSend;
     sc.flows[0].transport = t;
     sc.flows[0].bytes = 100'000;
@@ -325,7 +325,7 @@ TEST(SimScenario, every_builtin_parses) {
   EXPECT_EQ(names, (std::vector<std::string>{
                        "dcbx-mismatch", "dcqcn-fairness", "ets", "fat-tree-websearch-30",
                        "fat-tree-websearch-50", "incast-nopfc", "incast-pfc", "pfc-deadlock",
-                       "seed000-atomic-replay"}));
+                       "atomic-replay"}));
   for (const auto& n : names) EXPECT_EQ(parse_scenario(builtin_text(n)).name, n);
   EXPECT_EQ(builtin_text("nonesuch"), nullptr);
 }

@@ -45,7 +45,7 @@ check "devinfo: bad address fails" 1 $?
 check "stats: no such program fails" 1 $?
 
 out=$("$vrnic" sim list | cut -d' ' -f1 | tr '\n' ' ')
-check "sim list: the built-in scenarios" "dcbx-mismatch dcqcn-fairness ets fat-tree-websearch-30 fat-tree-websearch-50 incast-nopfc incast-pfc pfc-deadlock seed000-atomic-replay " "$out"
+check "sim list: the built-in scenarios" "atomic-replay dcbx-mismatch dcqcn-fairness ets fat-tree-websearch-30 fat-tree-websearch-50 incast-nopfc incast-pfc pfc-deadlock " "$out"
 
 simdir=$(mktemp -d)
 "$vrnic" sim run incast-pfc --seed 5 --out "$simdir" --pcap 0,32 >/dev/null

@@ -121,7 +121,6 @@ inline bool has(const Object& o, const char* k) { return o.count(k) != 0; }
 inline uint64_t num(const Object& o, const char* k) { return o.at(k).num; }
 
 constexpr size_t kEth = 14;
-inline size_t ip_header_size(const Vector& v) { return num(v.json, "ipv6") ? 40 : 20; }
 // The last vector was captured on a ConnectX-4 Lx: its MACs are the NIC's own and its
 // DSCP differs, so the rebuild compares from the IP header on with that TOS.
 inline bool is_hardware_capture(const Vector& v) { return v.json.at("name").str == "cx4lx_captured_cnp"; }

@@ -51,15 +51,6 @@ std::array<uint8_t, 16> IpAddress::gid() const {
   return g;
 }
 
-IpAddress IpAddress::from_gid(const std::array<uint8_t, 16>& gid) {
-  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(gid.data(), kMapped, 12) == 0) return v4(gid[12], gid[13], gid[14], gid[15]);
-  IpAddress a;
-  a.ipv6 = true;
-  a.bytes = gid;
-  return a;
-}
-
 socklen_t IpAddress::to_sockaddr(uint16_t port, sockaddr_storage& out) const {
   std::memset(&out, 0, sizeof out);
   if (ipv6) {
