@@ -274,51 +274,54 @@ bool DirectWindow::full() const {
   return queue_.size() >= kMaxQueued || segs_.size() + engine::kMaxDirectSpans > kMaxSegs;
 }
 
-bool DirectWindow::submit(const engine::DirectOp& op) {
-  if (op.local.size() > engine::kMaxDirectSpans || full()) return false;
-  size_t index = 0;
-  Peer* peer = peer_for(op.ipv6, op.dest_ip, index);
-  if (peer == nullptr) return false;
-  // A table refuses what its owner never published; one whose owner died without closing
-  // it refuses for ever what a new device at the address publishes. Now and then (refusals
-  // go on the wire anyway) check that the owner lives; if not, the table is looked up again.
-  auto refused = [&] {
-    const uint64_t now = now_ns();
-    if (now >= peer->retry_ns) {
-      peer->retry_ns = now + kRetryNoPeerNs;
-      if (owner_gone(*peer)) {
-        peer->broken = true;
-        peer->retry_ns = 0;
-      }
+// A table refuses what its owner never published; one whose owner died without closing it
+// refuses for ever what a new device at the address publishes. Now and then (refusals go on
+// the wire anyway) check that the owner lives; if not, the table is looked up again.
+bool DirectWindow::refuse(Peer& peer) {
+  const uint64_t now = now_ns();
+  if (now >= peer.retry_ns) {
+    peer.retry_ns = now + kRetryNoPeerNs;
+    if (owner_gone(peer)) {
+      peer.broken = true;
+      peer.retry_ns = 0;
     }
-    return false;
-  };
+  }
+  return false;
+}
 
-  // The responder QP: connected to this QP, accepting requests, with the right enabled.
-  QpSlot& q = peer->map.qps()[op.dest_qpn & (kQpSlots - 1)];
+// The responder QP: connected to this QP, accepting requests, with the right enabled. A
+// slot being rewritten (odd or changed seq) is kBusy: the wire, without a liveness check.
+DirectWindow::Verdict DirectWindow::check_qp(const Peer& peer, const engine::DirectOp& op,
+                                             uint32_t& pd) {
+  QpSlot& q = peer.map.qps()[op.dest_qpn & (kQpSlots - 1)];
   const uint32_t qseq = q.seq.load(std::memory_order_acquire);
-  if (qseq & 1) return false;
+  if (qseq & 1) return Verdict::kBusy;
   const uint32_t qpn = q.qpn.load(std::memory_order_relaxed);
-  const uint32_t qpd = q.pd.load(std::memory_order_relaxed);
+  pd = q.pd.load(std::memory_order_relaxed);
   const uint32_t qaccess = q.access.load(std::memory_order_relaxed);
   const uint32_t qdest = q.dest_qpn.load(std::memory_order_relaxed);
   const uint32_t qflags = q.flags.load(std::memory_order_relaxed);
   uint64_t qip[2] = {q.dest_ip[0].load(std::memory_order_relaxed),
                      q.dest_ip[1].load(std::memory_order_relaxed)};
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (q.seq.load(std::memory_order_relaxed) != qseq) return false;
+  if (q.seq.load(std::memory_order_relaxed) != qseq) return Verdict::kBusy;
   uint64_t src[2];
   ip_words(op.src_ip, src);
   const uint32_t right = op.read ? engine::kRemoteRead : engine::kRemoteWrite;
-  if (qpn != op.dest_qpn || !(qflags & kQpValid) || !(qflags & kQpResponds) ||
-      ((qflags & kQpIpv6) != 0) != op.ipv6 || qdest != op.qpn || qip[0] != src[0] ||
-      qip[1] != src[1] || !(qaccess & right))
-    return refused();
+  const bool allowed = qpn == op.dest_qpn && (qflags & kQpValid) && (qflags & kQpResponds) &&
+                       ((qflags & kQpIpv6) != 0) == op.ipv6 && qdest == op.qpn &&
+                       qip[0] == src[0] && qip[1] == src[1] && (qaccess & right);
+  return allowed ? Verdict::kAllowed : Verdict::kRefused;
+}
 
-  // The region: the exact key (generation included), the QP's PD, the right, the bounds.
-  MrSlot& m = peer->map.mrs()[(op.rkey >> 8) & (kMrSlots - 1)];
+// The region: the exact key (generation included), the QP's PD, the right, the bounds.
+// On-demand regions stay on the wire: a page the owner has not mapped must be refused
+// before a byte moves, which only the owner can tell. kAllowed fills `mr`.
+DirectWindow::Verdict DirectWindow::check_mr(const Peer& peer, const engine::DirectOp& op,
+                                             uint32_t pd, MrView& mr) {
+  MrSlot& m = peer.map.mrs()[(op.rkey >> 8) & (kMrSlots - 1)];
   const uint32_t mseq = m.seq.load(std::memory_order_acquire);
-  if (mseq & 1) return false;
+  if (mseq & 1) return Verdict::kBusy;
   const uint32_t key = m.key.load(std::memory_order_relaxed);
   const uint32_t mpd = m.pd.load(std::memory_order_relaxed);
   const uint32_t maccess = m.access.load(std::memory_order_relaxed);
@@ -327,27 +330,44 @@ bool DirectWindow::submit(const engine::DirectOp& op) {
   const uint64_t length = m.length.load(std::memory_order_relaxed);
   const uint64_t host = m.host.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
-  if (m.seq.load(std::memory_order_relaxed) != mseq) return false;
-  // On-demand regions stay on the wire: a page the owner has not mapped must be refused
-  // before a byte moves, which only the owner can tell.
-  if (!valid || key != op.rkey || mpd != qpd || !(maccess & right) ||
+  if (m.seq.load(std::memory_order_relaxed) != mseq) return Verdict::kBusy;
+  const uint32_t right = op.read ? engine::kRemoteRead : engine::kRemoteWrite;
+  if (!valid || key != op.rkey || mpd != pd || !(maccess & right) ||
       (maccess & engine::kOnDemand))
-    return refused();
+    return Verdict::kRefused;
   const uint64_t end = op.remote_addr + op.length;
-  if (end < op.remote_addr || op.remote_addr < iova || end > iova + length) return refused();
+  if (end < op.remote_addr || op.remote_addr < iova || end > iova + length) return Verdict::kRefused;
+  mr = {&m, mseq, host + (op.remote_addr - iova)};
+  return Verdict::kAllowed;
+}
 
+bool DirectWindow::submit(const engine::DirectOp& op) {
+  if (op.local.size() > engine::kMaxDirectSpans || full()) return false;
+  size_t index = 0;
+  Peer* peer = peer_for(op.ipv6, op.dest_ip, index);
+  if (peer == nullptr) return false;
+  uint32_t pd = 0;
+  MrView mr;
+  Verdict v = check_qp(*peer, op, pd);
+  if (v == Verdict::kAllowed) v = check_mr(*peer, op, pd, mr);
+  if (v != Verdict::kAllowed) return v == Verdict::kRefused ? refuse(*peer) : false;
   // Pin the entry: the owner's retract waits while busy != 0 (it bumps seq first, then reads
   // busy; this bumps busy first, then reads seq: one of the two sees the other).
-  m.busy.fetch_add(1, std::memory_order_seq_cst);
-  if (m.seq.load(std::memory_order_seq_cst) != mseq) {
-    m.busy.fetch_sub(1, std::memory_order_release);
+  mr.slot->busy.fetch_add(1, std::memory_order_seq_cst);
+  if (mr.slot->seq.load(std::memory_order_seq_cst) != mr.seq) {
+    mr.slot->busy.fetch_sub(1, std::memory_order_release);
     return false;
   }
+  enqueue(index, mr, op);
+  return true;
+}
+
+void DirectWindow::enqueue(size_t peer, const MrView& mr, const engine::DirectOp& op) {
   Pending pd;
-  pd.peer = index;
-  pd.pin = &m;
+  pd.peer = peer;
+  pd.pin = mr.slot;
   pd.read = op.read;
-  pd.remote = host + (op.remote_addr - iova);
+  pd.remote = mr.remote;
   pd.length = op.length;
   pd.first_seg = static_cast<uint32_t>(segs_.size());
   pd.nsegs = static_cast<uint32_t>(op.local.size());
@@ -360,7 +380,6 @@ bool DirectWindow::submit(const engine::DirectOp& op) {
     }
   }
   queue_.push_back(pd);
-  return true;
 }
 
 size_t DirectWindow::copy_group(size_t first, size_t end) {

@@ -103,6 +103,18 @@ class DirectWindow final : public engine::DirectLink {
     uint8_t* addr;     // null: bytes at arena_[off, off + len)
     uint64_t off, len;
   };
+  // A check of a peer's table: allowed; a slot being rewritten (the wire, this time); or
+  // refused (the wire; and now and then a check that the table's owner still lives).
+  enum class Verdict { kAllowed, kBusy, kRefused };
+  struct MrView {
+    MrSlot* slot = nullptr;
+    uint32_t seq = 0;     // the slot's sequence when checked
+    uint64_t remote = 0;  // where the range starts in the owner's address space
+  };
+  static Verdict check_qp(const Peer& peer, const engine::DirectOp& op, uint32_t& pd);
+  static Verdict check_mr(const Peer& peer, const engine::DirectOp& op, uint32_t pd, MrView& mr);
+  bool refuse(Peer& peer);  // false, after the liveness check
+  void enqueue(size_t peer, const MrView& mr, const engine::DirectOp& op);
   Peer* peer_for(bool ipv6, const std::array<uint8_t, 16>& ip, size_t& index);
   static void unmap(Peer& p);  // drops the mapping and the pidfd; the peer is looked up anew
   static bool owner_gone(const Peer& p);  // the table's owner process has exited

@@ -323,9 +323,9 @@ TEST(SimScenario, same_seed_same_summary) {
 TEST(SimScenario, every_builtin_parses) {
   const auto names = builtin_names();
   EXPECT_EQ(names, (std::vector<std::string>{
-                       "dcbx-mismatch", "dcqcn-fairness", "ets", "fat-tree-websearch-30",
-                       "fat-tree-websearch-50", "incast-nopfc", "incast-pfc", "pfc-deadlock",
-                       "atomic-replay"}));
+                       "atomic-replay", "dcbx-mismatch", "dcqcn-fairness", "ets",
+                       "fat-tree-websearch-30", "fat-tree-websearch-50", "incast-nopfc",
+                       "incast-pfc", "pfc-deadlock"}));
   for (const auto& n : names) EXPECT_EQ(parse_scenario(builtin_text(n)).name, n);
   EXPECT_EQ(builtin_text("nonesuch"), nullptr);
 }
