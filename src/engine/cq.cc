@@ -51,6 +51,19 @@ bool Cq::resize(uint32_t depth, WorkCompletion* ring) {
   return true;
 }
 
+uint32_t Cq::remove_qp(uint32_t qpn) {
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < count_; ++i) {
+    const WorkCompletion& wc = ring_[(head_ + i) % depth_];
+    if (wc.qp_num == qpn) continue;
+    if (kept != i) ring_[(head_ + kept) % depth_] = wc;
+    ++kept;
+  }
+  const uint32_t dropped = count_ - kept;
+  count_ = kept;
+  return dropped;
+}
+
 void Cq::arm(bool solicited_only) {
   if (!armed_) held_ = 0;
   // A second arm may widen a solicited-only arm to "any", never narrow it.

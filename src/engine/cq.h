@@ -26,6 +26,9 @@ class Cq {
   // A new ring of `depth` entries (in `ring` if given, as for the constructor) holding the
   // unpolled CQEs in order; false (nothing changed) if depth is smaller than count().
   bool resize(uint32_t depth, WorkCompletion* ring = nullptr);
+  // Drops every unpolled CQE of QP `qpn`, keeping the others in order (a QP moved to RESET,
+  // as mlx5's provider cleans its CQs, __mlx5_cq_clean). Returns how many were dropped.
+  uint32_t remove_qp(uint32_t qpn);
 
   void arm(bool solicited_only);
   // After a push at now_ns: whether this CQE fires the armed notification (and disarms).

@@ -1,4 +1,5 @@
-// The CQ ring on its own: resizing keeps the held CQEs in order, wherever the ring wrapped.
+// The CQ ring on its own: resizing and cleaning a QP's CQEs keep the others in order, wherever
+// the ring wrapped.
 #include "engine/cq.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,28 @@ WorkCompletion wc(uint64_t id) {
   WorkCompletion w;
   w.wr_id = id;
   return w;
+}
+
+TEST(Cq, remove_qp__drops_that_qps_cqes_and_keeps_the_rest_in_order) {
+  Cq cq(5, nullptr);
+  WorkCompletion out[8];
+  for (uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(cq.push(wc(i)));
+  ASSERT_EQ(cq.poll(out, 3), 3);  // head at 3: the next pushes wrap
+  const uint32_t qpns[5] = {7, 8, 7, 9, 7};
+  for (uint64_t i = 0; i < 5; ++i) {
+    WorkCompletion w = wc(10 + i);
+    w.qp_num = qpns[i];
+    ASSERT_TRUE(cq.push(w));
+  }
+  EXPECT_EQ(cq.remove_qp(7), 3u);
+  EXPECT_EQ(cq.count(), 2u);
+  EXPECT_EQ(cq.remove_qp(7), 0u);
+  WorkCompletion w = wc(20);
+  ASSERT_TRUE(cq.push(w));  // room freed by the removal
+  ASSERT_EQ(cq.poll(out, 8), 3);
+  EXPECT_EQ(out[0].wr_id, 11u);
+  EXPECT_EQ(out[1].wr_id, 13u);
+  EXPECT_EQ(out[2].wr_id, 20u);
 }
 
 TEST(Cq, resize__keeps_wrapped_cqes_in_order) {

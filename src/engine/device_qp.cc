@@ -173,8 +173,10 @@ Errno Device::query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const {
   attr.cur_qp_state = qp->state();
   attr.cap = qp->cap;
   attr.sq_draining = false;
-  if (qp->state() == QpState::kRts || qp->state() == QpState::kSqd)
-    attr.sq_psn = qp->req.next_new_psn;
+  // The PSNs where the connection stands, as rxe's rxe_qp_to_attr reports them: fed back to
+  // RTR / RTS after a RESET, they continue the same connection.
+  if (qp->req.started) attr.sq_psn = qp->req.next_new_psn;
+  if (qp->resp.started) attr.rq_psn = qp->resp.epsn;
   init.type = qp->type;
   const bool tgt = qp->type == QpType::kXrcTgt;  // what it borrows from an SRQ is not its own
   init.pd = tgt ? nullptr : qp->pd;

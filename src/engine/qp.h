@@ -79,6 +79,7 @@ struct RecvWqe {
 };
 
 struct RequesterState {
+  bool started = false;       // loaded at RTR -> RTS (next_new_psn is the send PSN from then)
   size_t cursor = 0;          // index in sq of the WQE being sent (sq.front() is the oldest)
   uint32_t cursor_pkt = 0;    // packet index inside it
   uint32_t next_psn = 0;      // PSN of the next packet to send
@@ -102,6 +103,7 @@ struct RequesterState {
 };
 
 struct ResponderState {
+  bool started = false;  // loaded at INIT -> RTR (epsn is the receive PSN from then)
   uint32_t epsn = 0;  // expected PSN
   uint32_t msn = 0;   // message sequence number (24-bit)
   bool nak_sent = false;  // one NAK per sequence error until a good packet (IBA 9.7.5.2.2)

@@ -9,7 +9,12 @@ namespace vrnic::engine {
 
 namespace {
 
-// RESET (10.3.1): the work queues are emptied and the QP forgets its connection's progress.
+// RESET (10.3.1): the work queues are emptied and the QP forgets everything of the connection
+// it served: requester, responder and ACK queue, timers, congestion state. Its completions
+// still in its CQs go too, as mlx5's provider cleans them (mlx5_modify_qp, __mlx5_cq_clean),
+// so a recovered QP's consumer polls only what the new connection completes. An XRC target
+// completes into the CQ of the SRQ each request names, not a CQ of its own: nothing to clean
+// (mlx5: its recv_cq is NULL).
 void enter_reset(Core& c, Qp& qp) {
   c.inflight -= qp.req.counted_inflight;
   if (qp.req.budget_wait)
@@ -18,16 +23,20 @@ void enter_reset(Core& c, Qp& qp) {
   qp.sq.clear();
   qp.rq.clear();
   qp.req = RequesterState{};
-  qp.resp.op = ResponderState::Op::kNone;
-  qp.resp.have_recv = false;
-  qp.resp.ack_pending = false;
-  qp.resp.nak_sent = false;
-  qp.resp.msn = 0;
-  qp.resp.ack_queue.clear();
+  ResponderState fresh;  // keeps the ACK queue's storage; RTR sizes it anew
+  fresh.ack_queue = std::move(qp.resp.ack_queue);
+  fresh.ack_queue.clear();
+  qp.resp = std::move(fresh);
+  qp.cc = CongestionState{};
+  qp.sq_drain_notify = false;
+  if (qp.type == QpType::kXrcTgt) return;
+  if (qp.send_cq != nullptr) qp.send_cq->remove_qp(qp.qpn);
+  if (qp.recv_cq != nullptr && qp.recv_cq != qp.send_cq) qp.recv_cq->remove_qp(qp.qpn);
 }
 
 // RTR (10.3.1): the responder starts at the receive PSN with an empty ACK queue.
 void enter_rtr(Qp& qp) {
+  qp.resp.started = true;
   qp.resp.epsn = qp.attr.rq_psn;
   qp.resp.msn = 0;
   qp.resp.nak_sent = false;
@@ -40,6 +49,7 @@ void enter_rts(Core& c, Qp& qp, QpState from) {
   if (from == QpState::kRtr) {
     RequesterState& r = qp.req;
     r = RequesterState{};
+    r.started = true;
     r.next_psn = r.next_new_psn = r.una = r.high_psn = qp.attr.sq_psn;
     r.retry_left = qp.attr.retry_cnt;
     r.rnr_left = qp.attr.rnr_retry;

@@ -247,11 +247,12 @@ void on_read(Core& c, Qp& qp, const wire::Packet& p) {
   e.va = p.reth.va;
   e.rkey = p.reth.rkey;
   e.length = static_cast<uint32_t>(len);
+  // The earlier requests' coalesced ACK goes first, naming their last PSN (not this one's).
+  responder_flush_ack(c, qp);
   s.ack_queue.push(e);
   s.msn = psn_add(s.msn, 1);  // C9-148: a READ counts as a message once accepted
   s.epsn = psn_add(s.epsn, span);  // the responses themselves acknowledge the request
   s.nak_sent = false;
-  responder_flush_ack(c, qp);  // earlier requests' ACK goes before the responses
   send_read_responses(c, qp, psn, p.reth.va, p.reth.rkey, len);
 }
 
@@ -284,11 +285,11 @@ void on_atomic(Core& c, Qp& qp, const wire::Packet& p) {
   e.length = 8;
   e.orig = orig;
   e.atomic_executed = true;
+  responder_flush_ack(c, qp);  // the earlier requests' ACK first, as for a READ
   s.ack_queue.push(e);
   s.msn = psn_add(s.msn, 1);
   s.epsn = psn_add(s.epsn, 1);
   s.nak_sent = false;
-  responder_flush_ack(c, qp);
   wire::Packet a;
   a.bth.opcode = wire::kRcAtomicAck;
   a.bth.dest_qp = qp.attr.dest_qp_num;

@@ -54,11 +54,15 @@ struct Responder : ::testing::Test {
     ip.src_port = 0xC123;
     return ip;
   }
-  void inject(const std::vector<uint8_t>& bytes) {
-    WirePacket w;
-    w.ip = ip_info();
-    w.data = bytes;
-    b.dev->receive({&w, 1});
+  void inject(const std::vector<uint8_t>& bytes) { inject_batch({bytes}); }
+  // The packets arrive in one receive batch (ACKs coalesce across it).
+  void inject_batch(const std::vector<std::vector<uint8_t>>& packets) {
+    std::vector<WirePacket> batch(packets.size());
+    for (size_t i = 0; i < packets.size(); ++i) {
+      batch[i].ip = ip_info();
+      batch[i].data = packets[i];
+    }
+    b.dev->receive(batch);
     f.wire().deliver_all();
     replies.clear();
     for (auto& r : reply_bytes) {
@@ -271,6 +275,30 @@ TEST_F(Responder, receive__duplicate_read_replays_a_subset_only) {
   inject(build(more, {}));
   EXPECT_EQ(replies.size(), 5u);
   EXPECT_EQ(b.ctr().duplicate_reads_replayed, 1u);
+}
+
+// An ACK coalesced for the requests before a READ or an atomic leaves before its response
+// and acknowledges those requests only: were it to carry the READ's PSN, the requester
+// would take it for a response passed over (an implicit NAK, IBA 9.7.5.1.3) and ask again.
+TEST_F(Responder, receive__ack_before_a_read_or_atomic_response_names_the_psn_before_it) {
+  wire::Packet rd = req(wire::kRcReadRequest, kRqPsn + 1);
+  rd.reth = {mem.addr(), mem.mr.rkey, 100};
+  wire::Packet fa = req(wire::kRcFetchAdd, kRqPsn + 3);
+  fa.atomic = {mem.addr() + 64, mem.mr.rkey, 1, 0};
+  inject_batch({build(write_req(wire::kRcWriteOnly, kRqPsn, mem.addr() + 200, 8), bytes_of(8, 1)),
+                build(rd, {}),
+                build(write_req(wire::kRcWriteOnly, kRqPsn + 2, mem.addr() + 300, 8),
+                      bytes_of(8, 2)),
+                build(fa, {})});
+  ASSERT_EQ(replies.size(), 4u);
+  EXPECT_EQ(replies[0].bth.opcode, wire::kRcAck);
+  EXPECT_EQ(replies[0].bth.psn, kRqPsn);
+  EXPECT_EQ(replies[1].bth.opcode, wire::kRcReadResponseOnly);
+  EXPECT_EQ(replies[1].bth.psn, kRqPsn + 1);
+  EXPECT_EQ(replies[2].bth.opcode, wire::kRcAck);
+  EXPECT_EQ(replies[2].bth.psn, kRqPsn + 2);
+  EXPECT_EQ(replies[3].bth.opcode, wire::kRcAtomicAck);
+  EXPECT_EQ(replies[3].bth.psn, kRqPsn + 3);
 }
 
 TEST_F(Responder, receive__send_without_receive_wqe_gets_rnr_nak) {
