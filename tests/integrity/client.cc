@@ -1,4 +1,5 @@
-// Integrity test client: data transfers of many sizes, concurrent atomics, access errors.
+// Integrity test client: data transfers of many sizes, concurrent atomics, access errors and
+// the recovery of the QPs they end.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -49,6 +50,19 @@ class Session {
     connect();
     Reply rep;
     CHECK_OR_DIE(ch_.recv(rep) && rep.ok, "new qp reply");
+  }
+
+  // The session QP (in ERR) and the server's are restarted in place, with new PSNs.
+  void recover_qp() {
+    Request r;
+    r.cmd = Cmd::kRecoverQp;
+    CHECK_OR_DIE(ch_.send(r), "recover qp");
+    ep_->reset();
+    QpInfo peer;
+    CHECK_OR_DIE(ch_.recv(peer) && ch_.send(ep_->local_info()), "recover exchange");
+    ep_->connect(peer);
+    Reply rep;
+    CHECK_OR_DIE(ch_.recv(rep) && rep.ok, "recover qp reply");
   }
 
   Reply call(const Request& r) {
@@ -285,10 +299,38 @@ int run_atomic(const Device& dev, const std::string& host, uint16_t port, int th
   return f;
 }
 
+// After a failure: the QPs restarted in place (RESET, INIT, RTR, RTS), with a WR flushed in
+// ERR and never polled; the next completion must be a new WRITE's success (the flush went
+// with the RESET), its bytes in the server's region.
+int recover_and_write(Session& s, LocalBuf& buf, const char* name, uint64_t seed) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(buf.mem.data()), 64, buf.mr->lkey};
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = 7;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  CHECK_OR_DIE(ibv_post_send(s.ep_->qp(), &wr, &bad) == 0, "post in ERR");
+  s.recover_qp();
+  gen(buf.mem.data(), 64, seed);
+  wr.wr_id = seed;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.wr.rdma.remote_addr = s.info_.region_addr + 128;
+  wr.wr.rdma.rkey = s.info_.region_rkey;
+  ibv_wc wc = s.post_and_wait(wr);
+  if (wc.status != IBV_WC_SUCCESS || wc.wr_id != seed) {
+    fprintf(stderr, "client: FAIL %s: after recovery wr %" PRIu64 " %s, want WRITE SUCCESS\n",
+            name, wc.wr_id, ibv_wc_status_str(wc.status));
+    return 1;
+  }
+  Request v{Cmd::kVerifyRegion, Op::kWrite, seed, 128, 64, 1, 0};
+  return s.expect_ok(v, "WRITE after recovery") ? 0 : 1;
+}
+
 // One remote access that must fail with REM_ACCESS_ERR, flush the WR behind it, and leave
-// every byte of the target unchanged.
+// every byte of the target unchanged. Then a new QP, or (recover) the same QPs restarted.
 int access_case(Session& s, LocalBuf& buf, const char* name, ibv_wr_opcode opcode,
-                uint64_t addr, uint32_t rkey, uint32_t len) {
+                uint64_t addr, uint32_t rkey, uint32_t len, bool recover = false) {
   Request snap{Cmd::kSnapshot};
   CHECK_OR_DIE(s.expect_ok(snap, "snapshot"), "snapshot");
   memset(buf.mem.data(), 0x77, len);
@@ -328,8 +370,14 @@ int access_case(Session& s, LocalBuf& buf, const char* name, ibv_wr_opcode opcod
   if (!s.expect_ok(cmp, name)) ++f;
   printf("client: access: %-28s -> %s, then %s; target unchanged: %s\n", name,
          ibv_wc_status_str(a.status), ibv_wc_status_str(b.status), f ? "see above" : "yes");
-  s.new_qp();
-  return f;
+  if (!recover) {
+    s.new_qp();
+    return f;
+  }
+  const int r = recover_and_write(s, buf, name, 9000 + rkey % 1000);
+  printf("client: access: %-28s -> QPs restarted in place, WRITE after it: %s\n", name,
+         r ? "FAILED" : "ok");
+  return f + r;
 }
 
 int run_access(const Device& dev, const std::string& host, uint16_t port) {
@@ -340,19 +388,19 @@ int run_access(const Device& dev, const std::string& host, uint16_t port) {
   f += access_case(s, buf, "WRITE invalid rkey", IBV_WR_RDMA_WRITE, i.region_addr,
                    i.region_rkey ^ 0x5a5a00, 64);
   f += access_case(s, buf, "WRITE past the MR end", IBV_WR_RDMA_WRITE,
-                   i.region_addr + i.region_len - 32, i.region_rkey, 64);
+                   i.region_addr + i.region_len - 32, i.region_rkey, 64, true);
   f += access_case(s, buf, "WRITE before the MR start", IBV_WR_RDMA_WRITE, i.region_addr - 8,
                    i.region_rkey, 16);
   f += access_case(s, buf, "WRITE without REMOTE_WRITE", IBV_WR_RDMA_WRITE, i.ro_addr, i.ro_rkey,
                    64);
   f += access_case(s, buf, "READ without REMOTE_READ", IBV_WR_RDMA_READ, i.noacc_addr,
-                   i.noacc_rkey, 64);
+                   i.noacc_rkey, 64, true);
   f += access_case(s, buf, "READ past the MR end", IBV_WR_RDMA_READ, i.ro_addr + i.ro_len - 8,
                    i.ro_rkey, 64);
   f += access_case(s, buf, "FAA without REMOTE_ATOMIC", IBV_WR_ATOMIC_FETCH_AND_ADD, i.ro_addr,
                    i.ro_rkey, 8);
   f += access_case(s, buf, "FAA invalid rkey", IBV_WR_ATOMIC_FETCH_AND_ADD, i.region_addr,
-                   i.region_rkey + 0x100, 8);
+                   i.region_rkey + 0x100, 8, true);
 
   // ibv_post_send on a QP that is not in RTS fails and points bad_wr at the WR.
   for (bool to_init : {false, true}) {

@@ -15,6 +15,7 @@ enum class Cmd : uint32_t {
   kPrepareRecv,       // post one receive of nsge SGEs able to hold len bytes
   kCheckRecv,         // poll the receive completion and compare it (op, len, imm, bytes)
   kNewQp,             // replace the session QP (the old one may be in ERR)
+  kRecoverQp,         // restart the session QP in place: RESET, INIT, RTR, RTS, new PSNs
   kSnapshot,          // remember a hash of every area this session may touch
   kCompareSnapshot,   // ... and compare against it
   kAtomicDone,        // followed by the vector of Fetch-and-Add originals

@@ -107,6 +107,14 @@ void RcEndpoint::connect(const QpInfo& r) {
                "modify to RTS");
 }
 
+void RcEndpoint::reset() {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_RESET;
+  CHECK_OR_DIE(ibv_modify_qp(qp_, &a, IBV_QP_STATE) == 0, "modify to RESET");
+  std::random_device rd;
+  psn_ = rd() & 0xffffff;
+}
+
 ibv_wc RcEndpoint::wait_one(int timeout_s) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   ibv_wc wc{};

@@ -37,6 +37,9 @@ class RcEndpoint {
   ~RcEndpoint();
   QpInfo local_info() const;
   void connect(const QpInfo& remote);  // RESET -> INIT -> RTR -> RTS
+  // Moves the QP (in any state, ERR after a failure) to RESET and draws a new send PSN;
+  // local_info() and connect() then bring it up again.
+  void reset();
   ibv_qp* qp() const { return qp_; }
   ibv_cq* cq() const { return cq_; }
   uint32_t max_inline() const { return max_inline_; }

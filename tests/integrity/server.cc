@@ -142,6 +142,13 @@ class Session {
       case Cmd::kNewQp:
         new_qp();
         return reply(true, "new qp");
+      case Cmd::kRecoverQp: {
+        ep_->reset();
+        QpInfo peer;
+        CHECK_OR_DIE(ch_.send(ep_->local_info()) && ch_.recv(peer), "exchange");
+        ep_->connect(peer);
+        return reply(true, "qp recovered");
+      }
       case Cmd::kSnapshot:
         snapshot_ = hash_areas();
         return reply(true, "snapshot");
