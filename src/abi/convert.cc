@@ -17,6 +17,8 @@ static_assert(offsetof(engine::Sge, lkey) == offsetof(ibv_sge, lkey));
 static_assert(int(engine::QpState::kErr) == IBV_QPS_ERR);
 static_assert(int(engine::QpType::kUd) == IBV_QPT_UD);
 static_assert(int(engine::WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
+static_assert(int(engine::WrOpcode::kAtomicWrite) == IBV_WR_ATOMIC_WRITE);
+static_assert(int(engine::WcOpcode::kAtomicWrite) == IBV_WC_ATOMIC_WRITE);
 static_assert(int(engine::WcOpcode::kRecvRdmaWithImm) == IBV_WC_RECV_RDMA_WITH_IMM);
 static_assert(int(engine::WcStatus::kGeneralErr) == IBV_WC_GENERAL_ERR);
 static_assert(uint32_t(engine::kAttrDestQpn) == IBV_QP_DEST_QPN);
@@ -130,6 +132,8 @@ void to_ibv_qp_attr(const engine::QpAttr& in, ibv_qp_attr& out) {
 }
 
 int to_engine_send_wr(const ibv_send_wr& in, engine::SendWr& out) {
+  // IBV_WR_ATOMIC_WRITE is posted through ibv_wr_atomic_write only: ibv_send_wr has no field
+  // for its 8 bytes (rxe would send whatever its WQE held there).
   if (uint32_t(in.opcode) > uint32_t(engine::WrOpcode::kSendWithInv)) return EINVAL;
   out = engine::SendWr{};
   out.wr_id = in.wr_id;

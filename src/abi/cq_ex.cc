@@ -23,7 +23,13 @@ constexpr uint64_t kStandardWcFlags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_I
                                       IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
                                       IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
                                       IBV_WC_EX_WITH_DLID_PATH_BITS;
+// Every field rxe (the standard ones) or mlx5 (IBV_CREATE_CQ_SUP_WC_FLAGS: also timestamps,
+// CVLAN, flow tag, tag matching) can report, in any combination. vrnic has no VLANs, flow
+// steering or tag matching: those readers give what mlx5 reports for a CQE none of them
+// touched (0).
 constexpr uint64_t kSupportedWcFlags = kStandardWcFlags | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+                                       IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG |
+                                       IBV_WC_EX_WITH_TM_INFO |
                                        IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
 
 uint64_t clock_ns(clockid_t id) {
@@ -73,6 +79,9 @@ uint32_t read_slid(ibv_cq_ex* c) { return cur(c).slid; }
 uint8_t read_sl(ibv_cq_ex* c) { return cur(c).sl; }
 uint8_t read_dlid_path_bits(ibv_cq_ex* c) { return cur(c).dlid_path_bits; }
 uint64_t read_completion_ts(ibv_cq_ex* c) { return cur(c).completion_ts_ns; }
+uint16_t read_cvlan(ibv_cq_ex*) { return 0; }
+uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
+void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* info) { *info = ibv_wc_tm_info{}; }
 // The device clock is CLOCK_MONOTONIC: shift by the current REALTIME - MONOTONIC offset.
 uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) {
   const uint64_t mono = clock_ns(CLOCK_MONOTONIC);
@@ -133,17 +142,25 @@ ibv_cq_ex* vrnic::abi::op_create_cq_ex(ibv_context* context, ibv_cq_init_attr_ex
   if (f & IBV_WC_EX_WITH_SL) ex.read_sl = read_sl;
   if (f & IBV_WC_EX_WITH_DLID_PATH_BITS) ex.read_dlid_path_bits = read_dlid_path_bits;
   if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) ex.read_completion_ts = read_completion_ts;
+  if (f & IBV_WC_EX_WITH_CVLAN) ex.read_cvlan = read_cvlan;
+  if (f & IBV_WC_EX_WITH_FLOW_TAG) ex.read_flow_tag = read_flow_tag;
+  if (f & IBV_WC_EX_WITH_TM_INFO) ex.read_tm_info = read_tm_info;
   if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) {
     ex.read_completion_wallclock_ns = read_completion_wallclock_ns;
   }
   return &ex;
 }
 
-// The raw device clock, in the units of completion timestamps (ns of CLOCK_MONOTONIC).
+// The raw device clock, in the units of completion timestamps (ns of CLOCK_MONOTONIC), laid
+// out as mlx5_query_rt_values does: tv_sec 0, the whole counter in tv_nsec, so a program
+// that takes tv_nsec as the cycle count (as it must for mlx5) compares it with completion
+// timestamps directly; the ticks are ns since hca_core_clock is 1 GHz. comp_mask comes back
+// as what was filled in.
 int vrnic::abi::op_query_rt_values(ibv_context*, ibv_values_ex* values) {
   if (values->comp_mask & ~uint32_t(IBV_VALUES_MASK_RAW_CLOCK)) return EINVAL;
   if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
-    clock_gettime(CLOCK_MONOTONIC, &values->raw_clock);
+    values->raw_clock.tv_sec = 0;
+    values->raw_clock.tv_nsec = long(clock_ns(CLOCK_MONOTONIC));
   }
   return 0;
 }

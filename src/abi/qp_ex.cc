@@ -45,12 +45,14 @@ constexpr uint64_t kCompMaskSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_X
                                         IBV_QP_INIT_ATTR_CREATE_FLAGS |
                                         IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
-// The send operations each QP type can post (as rxe: no TSO, no atomic write).
-constexpr uint64_t kRcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-                            IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-                            IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
-                            IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+// The send operations each QP type can post: rxe's sets (no TSO), and on XRC initiators
+// RC's but ATOMIC WRITE (rxe has no XRC; mlx5 no ATOMIC WRITE).
+constexpr uint64_t kXrcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                             IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                             IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
+                             IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV;
+constexpr uint64_t kRcOps = kXrcOps | IBV_QP_EX_WITH_ATOMIC_WRITE;
 constexpr uint64_t kUcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                             IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV |
@@ -169,6 +171,18 @@ void wr_atomic_fetch_add(ibv_qp_ex* q, uint32_t rkey, uint64_t remote_addr, uint
   w.compare_add = add;
 }
 
+// The 8 bytes are taken now (rxe copies them into the WQE): the caller's buffer is free again.
+void wr_atomic_write(ibv_qp_ex* q, uint32_t rkey, uint64_t remote_addr, const void* atomic_wr) {
+  SendWr& w = begin(q, WrOpcode::kAtomicWrite);
+  w.rkey = rkey;
+  w.remote_addr = remote_addr;
+  if (!atomic_wr) {
+    fail(builder(q), EINVAL);
+    return;
+  }
+  std::memcpy(&w.compare_add, atomic_wr, 8);
+}
+
 void wr_local_inv(ibv_qp_ex* q, uint32_t rkey) {
   begin(q, WrOpcode::kLocalInv).invalidate_rkey = rkey;
 }
@@ -259,7 +273,8 @@ void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t remote_srqn) {
 
 uint64_t supported_ops(ibv_qp_type t) {
   switch (t) {
-    case IBV_QPT_RC: case IBV_QPT_XRC_SEND: return kRcOps;
+    case IBV_QPT_RC: return kRcOps;
+    case IBV_QPT_XRC_SEND: return kXrcOps;
     case IBV_QPT_UC: return kUcOps;
     case IBV_QPT_UD: return kUdOps;
     default: return 0;
@@ -277,6 +292,7 @@ void install_ops(ibv_qp_ex& ex, uint64_t ops) {
   if (ops & IBV_QP_EX_WITH_LOCAL_INV) ex.wr_local_inv = wr_local_inv;
   if (ops & IBV_QP_EX_WITH_BIND_MW) ex.wr_bind_mw = wr_bind_mw;
   if (ops & IBV_QP_EX_WITH_SEND_WITH_INV) ex.wr_send_inv = wr_send_inv;
+  if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE) ex.wr_atomic_write = wr_atomic_write;
   ex.wr_set_ud_addr = wr_set_ud_addr;
   ex.wr_set_xrc_srqn = wr_set_xrc_srqn;
   ex.wr_set_sge = wr_set_sge;

@@ -21,6 +21,7 @@ namespace {
 constexpr uint8_t kPort = 1;
 constexpr int kGidTableLen = 1;  // one RoCEv2 GID: the device address
 constexpr uint16_t kDefaultPkey = 0xffff;  // the default partition, full membership
+constexpr uint64_t kDeviceAtomicWrite = 1ull << 40;  // IB_UVERBS_DEVICE_ATOMIC_WRITE
 // ibv_gid_type_sysfs (driver.h, not installed): 0 RoCE v1, 1 RoCE v2.
 constexpr int kGidTypeSysfsRoceV2 = 1;
 
@@ -120,16 +121,27 @@ int vrnic::abi::op_query_device_ex(ibv_context* context, const ibv_query_device_
   ibv_device_attr_ex ex;
   std::memset(&ex, 0, sizeof(ex));
   fill_device_attr(context, ex.orig_attr);
-  ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
+  // ATOMIC WRITE, as rxe reports it: IB_UVERBS_DEVICE_ATOMIC_WRITE, bit 40 of the extended
+  // flags (rdma-core v44's kernel-headers/rdma/ib_user_verbs.h; its verbs.h names no IBV_
+  // constant for it).
+  ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags | kDeviceAtomicWrite;
   // Completion timestamps are CLOCK_MONOTONIC ns (cq_ex.cc): a 1 GHz clock, 64 bits wide.
   ex.hca_core_clock = 1000000;  // kHz
   ex.completion_timestamp_mask = ~uint64_t(0);
   ex.phys_port_cnt_ex = ex.orig_attr.phys_port_cnt;
-  // On-demand paging: every RC operation checks the pages it touches when it touches them.
+  // On-demand paging: every access to a region, whatever the transport, checks the pages it
+  // touches when it touches them (MemoryTable::check). So each transport reports what it
+  // does: RC everything; UC no READ or atomics; UD SENDs and receives; XRC (an initiator
+  // sends, a target receives through XRC SRQs only) no plain receive queue.
+  constexpr uint32_t kSend = IBV_ODP_SUPPORT_SEND, kRecv = IBV_ODP_SUPPORT_RECV,
+                     kWrite = IBV_ODP_SUPPORT_WRITE, kRead = IBV_ODP_SUPPORT_READ,
+                     kAtomic = IBV_ODP_SUPPORT_ATOMIC, kSrqRecv = IBV_ODP_SUPPORT_SRQ_RECV;
   ex.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
   ex.odp_caps.per_transport_caps.rc_odp_caps =
-      IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
-      IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+      kSend | kRecv | kWrite | kRead | kAtomic | kSrqRecv;
+  ex.odp_caps.per_transport_caps.uc_odp_caps = kSend | kRecv | kWrite | kSrqRecv;
+  ex.odp_caps.per_transport_caps.ud_odp_caps = kSend | kRecv | kSrqRecv;
+  ex.xrc_odp_caps = kSend | kWrite | kRead | kAtomic | kSrqRecv;
   // CQ moderation (ibv_modify_cq), mlx5's ranges.
   const vrnic::engine::DeviceLimits l = limits_of(context);
   ex.cq_mod_caps.max_cq_count = l.max_cq_count;

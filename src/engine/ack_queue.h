@@ -1,5 +1,5 @@
-// Responder resources for RDMA READ and atomics (the ACK queue): saved requests and atomic
-// results, looked up by PSN so duplicates are replayed and atomics never run twice.
+// Responder resources for RDMA READ, atomics and ATOMIC WRITE (the ACK queue): saved requests
+// and atomic results, looked up by PSN so duplicates are replayed and atomics never run twice.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -7,7 +7,7 @@
 namespace vrnic::engine {
 
 struct AckEntry {
-  enum class Kind : uint8_t { kRead, kAtomic };
+  enum class Kind : uint8_t { kRead, kAtomic, kAtomicWrite };
   Kind kind = Kind::kRead;
   uint32_t psn = 0;   // first PSN of the request
   uint32_t span = 1;  // PSNs the request occupies: response packets of a READ, 1 for atomics

@@ -27,6 +27,7 @@ WcOpcode wc_opcode(WrOpcode op) {
     case WrOpcode::kAtomicFetchAdd: return WcOpcode::kFetchAdd;
     case WrOpcode::kLocalInv: return WcOpcode::kLocalInv;
     case WrOpcode::kBindMw: return WcOpcode::kBindMw;
+    case WrOpcode::kAtomicWrite: return WcOpcode::kAtomicWrite;
     default: return WcOpcode::kSend;
   }
 }
@@ -121,12 +122,31 @@ void implicit_nak(Core& c, Qp& qp) {
   requester_go_back(c, qp, r.una);
 }
 
+// The answer to an ATOMIC WRITE: a READ response Only without payload at its PSN (IBA A19.4.2).
+void on_atomic_write_response(Core& c, Qp& qp, const wire::Packet& p) {
+  SendWqe& w = qp.sq.front();
+  if (p.bth.psn != w.first_psn || w.read_placed != 0) {
+    ++c.ctr.rx_duplicate;
+    return;
+  }
+  if (!p.payload.empty() || p.bth.opcode != wire::kRcReadResponseOnly) {
+    ++c.ctr.rx_malformed;
+    return;
+  }
+  w.read_placed = 1;
+  qp.req.una = psn_add(p.bth.psn, 1);
+  retire_front(c, qp, WcStatus::kSuccess, kVendorNone);
+  on_progress(c, qp);
+  completer_check_front(c, qp);
+}
+
 void on_read_response(Core& c, Qp& qp, const wire::Packet& p) {
   RequesterState& r = qp.req;
   uint32_t psn = p.bth.psn;
   if (retire_acked(c, qp, psn_add(psn, -1))) return implicit_nak(c, qp);
   if (!qp.sending() || qp.sq.empty()) return;
   SendWqe& w = qp.sq.front();
+  if (w.started && w.opcode == WrOpcode::kAtomicWrite) return on_atomic_write_response(c, qp, p);
   if (!w.started || w.opcode != WrOpcode::kRdmaRead) return;
   int32_t k = psn_diff(psn, w.first_psn);
   if (k < 0 || static_cast<uint32_t>(k) != w.read_placed) {

@@ -50,7 +50,8 @@ bool count_kind(Counters& ctr, wire::OpKind kind) {
     case wire::OpKind::kWrite: ++ctr.rx_write; return true;
     case wire::OpKind::kReadRequest: ++ctr.rx_read_request; return true;
     case wire::OpKind::kCompareSwap:
-    case wire::OpKind::kFetchAdd: ++ctr.rx_atomic; return true;
+    case wire::OpKind::kFetchAdd:
+    case wire::OpKind::kAtomicWrite: ++ctr.rx_atomic; return true;
     case wire::OpKind::kReadResponse: ++ctr.rx_read_response; return false;
     case wire::OpKind::kAtomicAck: ++ctr.rx_atomic_ack; return false;
     case wire::OpKind::kAck:

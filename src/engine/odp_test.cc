@@ -15,31 +15,7 @@ namespace {
 constexpr uint32_t kAll = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
 constexpr uint32_t kPrefetch = 0, kPrefetchWrite = 1, kPrefetchNoFault = 2;
 
-// Three pages of ordinary memory, as the node's FakeHostMemory presents them: [0] read-write,
-// [1] absent, [2] read-only. The bytes stay readable and writable underneath, so a test can
-// check that a refused access changed none of them.
-struct Region {
-  FakeHostMemory& host;
-  size_t ps = host.page_size();
-  uint8_t* base = static_cast<uint8_t*>(::operator new(3 * ps, std::align_val_t(ps)));
-  explicit Region(FakeHostMemory& h) : host(h) {
-    std::memset(base, 0x5a, 3 * ps);
-    host.map(base, ps);
-    host.map_read_only(base + 2 * ps, ps);
-  }
-  ~Region() {
-    host.unmap(base, 3 * ps);
-    ::operator delete(base, std::align_val_t(ps));
-  }
-  uint64_t addr(size_t page, size_t off = 0) const {
-    return reinterpret_cast<uint64_t>(base + page * ps + off);
-  }
-  bool untouched(size_t page) const {  // every byte of the page still 0x5a
-    for (size_t i = 0; i < ps; ++i)
-      if (base[page * ps + i] != 0x5a) return false;
-    return true;
-  }
-};
+using Region = OdpRegion;
 
 TEST(FakeHostMemory, pages_present__reports_mapping_and_write_permission) {
   FakeHostMemory host;

@@ -34,7 +34,7 @@ struct SendWqe {
   uint32_t invalidate_rkey = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
-  uint64_t compare_add = 0;
+  uint64_t compare_add = 0;  // kAtomicWrite: the 8 bytes to write, as in memory
   uint64_t swap = 0;
   MwBindInfo bind;          // kBindMw
   bool type1_bind = false;  // kBindMw from the Bind MW verb (type 1 windows only)
@@ -61,9 +61,11 @@ struct SendWqe {
   uint8_t traffic_class = 0;  // the AH's GRH traffic class
   uint32_t xrc_srqn = 0;  // XRC initiator: the XRCETH of every request packet
 
+  // The requests that take a responder resource and are answered by a response of their
+  // own: READ, the atomics and ATOMIC WRITE (IBA A19.4.2: answered like a READ of nothing).
   bool is_read_or_atomic() const {
     return opcode == WrOpcode::kRdmaRead || opcode == WrOpcode::kAtomicCmpSwp ||
-           opcode == WrOpcode::kAtomicFetchAdd;
+           opcode == WrOpcode::kAtomicFetchAdd || opcode == WrOpcode::kAtomicWrite;
   }
   // Bind and local invalidate: executed by the send queue, no packet, no PSN.
   bool is_local() const { return opcode == WrOpcode::kBindMw || opcode == WrOpcode::kLocalInv; }

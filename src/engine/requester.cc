@@ -136,6 +136,19 @@ void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
   count_sent(c, qp, psn, n);
 }
 
+// ATOMIC WRITE (IBA 1.5 Annex A19): a RETH naming the 8 target bytes and the 8 bytes as
+// payload, copied from the WQE (the verb takes them by value, no SGE).
+void send_atomic_write(Core& c, Qp& qp, SendWqe& w) {
+  wire::Packet p = base_packet(qp, w, w.first_psn);
+  p.bth.opcode = wire::kRcAtomicWrite;
+  p.bth.ack_req = true;
+  p.reth = {w.remote_addr, w.rkey, 8};
+  std::span<uint8_t> payload = c.start_packet(qp, p, 8);
+  std::memcpy(payload.data(), &w.compare_add, 8);
+  cc_on_sent(c, qp, c.commit_packet());
+  count_sent(c, qp, w.first_psn, 1);
+}
+
 void send_atomic(Core& c, Qp& qp, SendWqe& w) {
   wire::Packet p = base_packet(qp, w, w.first_psn);
   p.bth.opcode = w.opcode == WrOpcode::kAtomicCmpSwp ? wire::kRcCompareSwap : wire::kRcFetchAdd;
@@ -191,6 +204,10 @@ Errno check_post(Core& c, Qp& qp, const SendWr& wr) {
     case WrOpcode::kSendWithImm: case WrOpcode::kRdmaRead: case WrOpcode::kAtomicCmpSwp:
     case WrOpcode::kAtomicFetchAdd: case WrOpcode::kSendWithInv: case WrOpcode::kLocalInv:
       break;
+    case WrOpcode::kAtomicWrite:
+      // RC only (as rxe); XRC's ATOMIC WRITE opcode is not offered. UC / UD refuse it below.
+      if (is_xrc(qp.type)) return EINVAL;
+      break;
     case WrOpcode::kBindMw:
       if (wr.bind.mw == nullptr) return EINVAL;
       break;
@@ -218,6 +235,8 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
 
   bool atomic = wr.opcode == WrOpcode::kAtomicCmpSwp || wr.opcode == WrOpcode::kAtomicFetchAdd;
   if (atomic && (wr.num_sge != 1 || wr.sg_list[0].length < 8)) return EINVAL;
+  const bool atomic_write = wr.opcode == WrOpcode::kAtomicWrite;
+  if (atomic_write) total = 0;  // its 8 bytes come with the WR (compare_add), not from SGEs
   if (wr.send_flags & kSendInline) {
     if (!is_send(wr.opcode) && !is_write(wr.opcode)) return EINVAL;
     if (total > qp.cap.max_inline_data) return EINVAL;
@@ -229,7 +248,7 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
                   wr.sg_list[i].length);
       at += wr.sg_list[i].length;
     }
-  } else {
+  } else if (!atomic_write) {
     w.sges.assign(wr.sg_list, wr.sg_list + wr.num_sge);
   }
   w.wr_id = wr.wr_id;
@@ -246,7 +265,7 @@ Errno requester_post(Core& c, Qp& qp, const SendWr& wr, bool type1_bind) {
     w.bind = wr.bind;
     w.type1_bind = type1_bind;
   }
-  w.length = atomic ? 8 : static_cast<uint32_t>(total);
+  w.length = atomic || atomic_write ? 8 : static_cast<uint32_t>(total);
   if (atomic) w.sges[0].length = 8;
   w.signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled);
   if (qp.type == QpType::kUd) {
@@ -373,6 +392,9 @@ bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
     r.cursor_pkt += n;
   } else if (w.is_atomic()) {
     send_atomic(c, qp, w);
+    r.cursor_pkt = 1;
+  } else if (w.opcode == WrOpcode::kAtomicWrite) {
+    send_atomic_write(c, qp, w);
     r.cursor_pkt = 1;
   } else {
     const bool stop_after = in_flight + 1 >= send_window(c, qp) ||

@@ -301,6 +301,51 @@ void on_atomic(Core& c, Qp& qp, const wire::Packet& p) {
   c.commit_packet();
 }
 
+// The zero-length READ response Only that answers an ATOMIC WRITE (IBA A19.4.2), at its PSN.
+void send_atomic_write_response(Core& c, Qp& qp, uint32_t psn) {
+  wire::Packet a;
+  a.bth.opcode = wire::kRcReadResponseOnly;
+  a.bth.dest_qp = qp.attr.dest_qp_num;
+  a.bth.psn = psn;
+  a.aeth.syndrome = kAethAckNoCredit;
+  a.aeth.msn = qp.resp.msn;
+  c.start_packet(qp, a, 0);
+  c.commit_packet();
+}
+
+// ATOMIC WRITE (IBA 1.5 Annex A19; rxe_resp.c): 8 bytes stored as one atomic access, after
+// everything before it (a release store). The checks, in rxe's order: the QP's remote write
+// right, the length (RETH and payload exactly 8: oA19-28, else Invalid Request), the R_Key
+// and range (remote write access: Remote Access Error), then 8-byte alignment (A19.4.2:
+// Invalid Request).
+void on_atomic_write(Core& c, Qp& qp, const wire::Packet& p) {
+  ResponderState& s = qp.resp;
+  const uint32_t psn = p.bth.psn;
+  if (s.op != ResponderState::Op::kNone) return invalid_request(c, qp, psn);
+  if (!(qp.attr.qp_access_flags & kRemoteWrite)) return access_error(c, qp, psn);
+  if (p.reth.dma_len != 8 || p.payload.size() != 8) return invalid_request(c, qp, psn);
+  uint8_t* host = c.mem.check_remote(p.reth.rkey, qp.pd, qp.qpn, p.reth.va, 8, kRemoteWrite);
+  if (host == nullptr) return access_error(c, qp, psn);
+  if ((p.reth.va & 7) || (reinterpret_cast<uintptr_t>(host) & 7))
+    return invalid_request(c, qp, psn);
+  uint64_t value;
+  std::memcpy(&value, p.payload.data(), 8);
+  __atomic_store_n(reinterpret_cast<uint64_t*>(host), value, __ATOMIC_RELEASE);
+  responder_flush_ack(c, qp);  // the earlier requests' ACK first, as for a READ
+  AckEntry e;
+  e.kind = AckEntry::Kind::kAtomicWrite;
+  e.psn = psn;
+  e.span = 1;
+  e.va = p.reth.va;
+  e.rkey = p.reth.rkey;
+  e.length = 8;
+  s.ack_queue.push(e);
+  s.msn = psn_add(s.msn, 1);
+  s.epsn = psn_add(s.epsn, 1);
+  s.nak_sent = false;
+  send_atomic_write_response(c, qp, psn);
+}
+
 // A request with PSN before the expected one (9.7.5.1.2 / C9-105..110).
 void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
   ResponderState& s = qp.resp;
@@ -340,6 +385,15 @@ void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
       a.atomic_ack.orig = e->orig;
       c.start_packet(qp, a, 0);
       c.commit_packet();
+      ++c.ctr.duplicate_atomics_replayed;
+      return;
+    }
+    case wire::OpKind::kAtomicWrite: {
+      // Written once: a duplicate gets the response again (A19.4.2, as rxe's replay).
+      AckEntry* e = s.ack_queue.find(p.bth.psn);
+      if (e == nullptr || e->kind != AckEntry::Kind::kAtomicWrite || e->psn != p.bth.psn) return;
+      responder_flush_ack(c, qp);
+      send_atomic_write_response(c, qp, e->psn);
       ++c.ctr.duplicate_atomics_replayed;
       return;
     }
@@ -402,6 +456,7 @@ void responder_receive(Core& c, Qp& qp, const wire::Packet& p) {
     case wire::OpKind::kReadRequest: return on_read(c, qp, p);
     case wire::OpKind::kCompareSwap:
     case wire::OpKind::kFetchAdd: return on_atomic(c, qp, p);
+    case wire::OpKind::kAtomicWrite: return on_atomic_write(c, qp, p);
     default: return;
   }
 }

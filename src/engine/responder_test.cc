@@ -301,6 +301,81 @@ TEST_F(Responder, receive__ack_before_a_read_or_atomic_response_names_the_psn_be
   EXPECT_EQ(replies[3].bth.psn, kRqPsn + 3);
 }
 
+wire::Packet atomic_write_req(uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len = 8) {
+  wire::Packet p;
+  p.bth.opcode = wire::kRcAtomicWrite;
+  p.bth.psn = psn;
+  p.bth.ack_req = true;
+  p.reth = {va, rkey, len};
+  return p;
+}
+
+// ATOMIC WRITE at the responder (rxe_resp.c's checks): written once, answered by a
+// zero-length READ response; a duplicate is answered again and writes nothing.
+TEST_F(Responder, receive__atomic_write_is_written_once_and_answered_like_a_read) {
+  const std::vector<uint8_t> v{9, 8, 7, 6, 5, 4, 3, 2};
+  inject(build(atomic_write_req(kRqPsn, mem.addr() + 16, mem.mr.rkey), v));
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(last_reply().bth.opcode, wire::kRcReadResponseOnly);
+  EXPECT_EQ(last_reply().bth.psn, kRqPsn);
+  EXPECT_EQ(last_reply().aeth.syndrome, 0x1f);
+  EXPECT_EQ(last_reply().aeth.msn, 1u);
+  EXPECT_TRUE(last_reply().payload.empty());
+  EXPECT_EQ(std::memcmp(mem.data() + 16, v.data(), 8), 0);
+  mem.bytes[16] = 0x42;
+  inject(build(atomic_write_req(kRqPsn, mem.addr() + 16, mem.mr.rkey), v));
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(last_reply().bth.opcode, wire::kRcReadResponseOnly);
+  EXPECT_EQ(last_reply().bth.psn, kRqPsn);
+  EXPECT_EQ(mem.bytes[16], 0x42);  // not written again
+  EXPECT_EQ(b.ctr().duplicate_atomics_replayed, 1u);
+  EXPECT_EQ(b.ctr().rx_atomic, 2u);
+  // The next request follows it in sequence.
+  inject(build(write_req(wire::kRcWriteOnly, kRqPsn + 1, mem.addr(), 8), bytes_of(8, 3)));
+  EXPECT_EQ(last_reply().bth.psn, kRqPsn + 1);
+  EXPECT_EQ(last_reply().aeth.syndrome, 0x1f);
+}
+
+// Each refusal NAKs before a byte moves and ends the QP: misaligned (A19.4.2) or not exactly
+// 8 bytes (oA19-28): Invalid Request; a bad R_Key, an MR or QP without remote write: Remote
+// Access Error.
+TEST_F(Responder, receive__atomic_write_refusals_nak_and_write_nothing) {
+  Buffer& ro = b.reg(4096, kRemoteRead);
+  struct Case {
+    const char* name;
+    uint64_t va;
+    uint32_t rkey, len;
+    size_t payload;
+    uint32_t qp_access;
+    uint8_t syndrome;
+  } cases[] = {
+      {"misaligned", mem.addr() + 4, mem.mr.rkey, 8, 8, kRemoteWrite, 0x61},
+      {"RETH length 16", mem.addr(), mem.mr.rkey, 16, 8, kRemoteWrite, 0x61},
+      {"payload 4", mem.addr(), mem.mr.rkey, 8, 4, kRemoteWrite, 0x61},
+      {"bad rkey", mem.addr(), mem.mr.rkey ^ 0x100, 8, 8, kRemoteWrite, 0x62},
+      {"past the MR", mem.addr() + 8192 - 4, mem.mr.rkey, 8, 8, kRemoteWrite, 0x62},
+      {"MR without remote write", ro.addr(), ro.mr.rkey, 8, 8, kRemoteWrite, 0x62},
+      {"QP without remote write", mem.addr(), mem.mr.rkey, 8, 8, kRemoteRead, 0x62},
+  };
+  Gid g;
+  g.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1};
+  for (const Case& k : cases) {
+    Qp* q = b.create_qp();
+    ConnectOptions o;
+    o.access = k.qp_access | kLocalWrite;
+    Fabric::bring_up(b, q, g, kPeerQpn, 50, kRqPsn, o);
+    wire::Packet p = atomic_write_req(kRqPsn, k.va, k.rkey, k.len);
+    p.bth.dest_qp = b.dev->qp_num(q);
+    reply_bytes.clear();
+    inject(build(p, bytes_of(k.payload, 0xee)));
+    ASSERT_EQ(replies.size(), 1u) << k.name;
+    EXPECT_EQ(last_reply().bth.opcode, wire::kRcAck) << k.name;
+    EXPECT_EQ(last_reply().aeth.syndrome, k.syndrome) << k.name;
+    EXPECT_EQ(q->state(), QpState::kErr) << k.name;
+    EXPECT_EQ(mem.bytes, before) << k.name;
+  }
+}
+
 TEST_F(Responder, receive__send_without_receive_wqe_gets_rnr_nak) {
   inject(build(req(wire::kRcSendOnly, kRqPsn), bytes_of(10, 7)));
   ASSERT_EQ(replies.size(), 1u);

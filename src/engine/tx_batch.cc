@@ -68,7 +68,8 @@ size_t TxBatch::commit(PacketPort& port, Counters& c) {
     case wire::OpKind::kReadRequest: ++c.tx_read_request; break;
     case wire::OpKind::kReadResponse: ++c.tx_read_response; break;
     case wire::OpKind::kCompareSwap:
-    case wire::OpKind::kFetchAdd: ++c.tx_atomic; break;
+    case wire::OpKind::kFetchAdd:
+    case wire::OpKind::kAtomicWrite: ++c.tx_atomic; break;
     case wire::OpKind::kAtomicAck: ++c.tx_atomic_ack; break;
     case wire::OpKind::kAck: break;  // ACK / NAK kinds are counted by the responder
     case wire::OpKind::kCnp: ++c.tx_cnp; break;

@@ -107,6 +107,7 @@ struct Sge {
 enum class WrOpcode : uint8_t {
   kRdmaWrite = 0, kRdmaWriteWithImm = 1, kSend = 2, kSendWithImm = 3, kRdmaRead = 4,
   kAtomicCmpSwp = 5, kAtomicFetchAdd = 6, kLocalInv = 7, kBindMw = 8, kSendWithInv = 9,
+  kAtomicWrite = 15,  // IBA 1.5 Annex A19: 8 bytes written atomically at the responder (RC)
 };
 
 enum SendFlags : uint32_t {
@@ -137,7 +138,7 @@ struct SendWr {
   uint32_t invalidate_rkey = 0;  // kSendWithInv
   uint64_t remote_addr = 0;      // RDMA and atomics
   uint32_t rkey = 0;
-  uint64_t compare_add = 0;      // atomics
+  uint64_t compare_add = 0;      // atomics; kAtomicWrite: the 8 bytes to write, as in memory
   uint64_t swap = 0;
   Ah* ah = nullptr;              // UD
   uint32_t remote_qpn = 0;
@@ -162,7 +163,7 @@ const char* to_string(WcStatus s);
 
 enum class WcOpcode : uint8_t {
   kSend = 0, kRdmaWrite = 1, kRdmaRead = 2, kCompSwap = 3, kFetchAdd = 4, kBindMw = 5,
-  kLocalInv = 6, kRecv = 128, kRecvRdmaWithImm = 129,
+  kLocalInv = 6, kAtomicWrite = 9, kRecv = 128, kRecvRdmaWithImm = 129,
 };
 
 enum WcFlags : uint32_t { kWcGrh = 1 << 0, kWcWithImm = 1 << 1, kWcWithInv = 1 << 3 };

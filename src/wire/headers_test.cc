@@ -98,7 +98,7 @@ TEST(Headers, parse_packet__round_trip_every_opcode) {
       EXPECT_TRUE(std::equal(again.begin(), again.end(), bytes.begin())) << info.name;
     }
   }
-  EXPECT_EQ(tested, 61);
+  EXPECT_EQ(tested, 62);
 }
 
 TEST(Headers, write_headers__bth_layout) {
@@ -134,6 +134,12 @@ TEST(Headers, write_headers__extended_header_order_and_fields) {
   const uint8_t aeth_orig[12] = {0x1f, 0x12, 0x34, 0x56, 0xde, 0xad, 0xbe, 0xef,
                                  0xca, 0xfe, 0xf0, 0x0d};
   EXPECT_EQ(std::memcmp(a + 12, aeth_orig, 12), 0);
+  // ATOMIC WRITE (IBA 1.5 Annex A19, opcode 0x1d): BTH, RETH, then the 8-byte payload.
+  p = sample(kRcAtomicWrite);
+  uint8_t w[28];
+  ASSERT_EQ(write_headers(p, w), 28u);
+  EXPECT_EQ(w[0], 0x1d);
+  EXPECT_EQ(std::memcmp(w + 12, reth, 16), 0);
 }
 
 TEST(Headers, write_headers__cnp_reserved_bytes_zero) {

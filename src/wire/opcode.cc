@@ -1,5 +1,5 @@
-// The opcode table (IBA 9.2.1 table 35 with XRC, RoCEv2 Annex A17.9.3 for the CNP), built once at
-// compile time.
+// The opcode table (IBA 9.2.1 table 35 with XRC, RoCEv2 Annex A17.9.3 for the CNP, Annex A19
+// for ATOMIC WRITE), built once at compile time.
 #include "wire/opcode.h"
 
 #include <array>
@@ -126,7 +126,10 @@ constexpr std::array<OpcodeInfo, 256> make_table() {
   t[kRcCompareSwap] =
       entry(rc, OpKind::kCompareSwap, kOnly | kHasAtomicEth, "RC_CMP_SWAP");
   t[kRcFetchAdd] = entry(rc, OpKind::kFetchAdd, kOnly | kHasAtomicEth, "RC_FETCH_ADD");
-  // 0x15 is reserved on RC.
+  // 0x15 is reserved on RC. ATOMIC WRITE (IBA 1.5 Annex A19): a RETH naming 8 bytes and
+  // their 8-byte payload, a single-packet request; XRC's counterpart is not offered.
+  t[kRcAtomicWrite] =
+      entry(rc, OpKind::kAtomicWrite, P | kOnly | kHasReth, "RC_ATOMIC_WRITE");
   t[kRcSendLastInv] =
       entry(rc, OpKind::kSend, P | kIsLast | kHasIeth, "RC_SEND_LAST_WITH_INVALIDATE");
   t[kRcSendOnlyInv] =

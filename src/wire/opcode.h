@@ -14,6 +14,7 @@ enum Opcode : uint8_t {
   kRcReadRequest = 0x0c, kRcReadResponseFirst = 0x0d, kRcReadResponseMiddle = 0x0e,
   kRcReadResponseLast = 0x0f, kRcReadResponseOnly = 0x10, kRcAck = 0x11, kRcAtomicAck = 0x12,
   kRcCompareSwap = 0x13, kRcFetchAdd = 0x14, kRcSendLastInv = 0x16, kRcSendOnlyInv = 0x17,
+  kRcAtomicWrite = 0x1d,  // IBA 1.5 Annex A19 (rxe: IB_OPCODE_RC_ATOMIC_WRITE)
   kUcSendFirst = 0x20, kUcSendMiddle = 0x21, kUcSendLast = 0x22, kUcSendLastImm = 0x23,
   kUcSendOnly = 0x24, kUcSendOnlyImm = 0x25, kUcWriteFirst = 0x26, kUcWriteMiddle = 0x27,
   kUcWriteLast = 0x28, kUcWriteLastImm = 0x29, kUcWriteOnly = 0x2a, kUcWriteOnlyImm = 0x2b,
@@ -32,6 +33,7 @@ enum class Transport : uint8_t { kRc, kUc, kRd, kUd, kCnp, kXrc };
 // What the packet does, independent of transport.
 enum class OpKind : uint8_t {
   kSend, kWrite, kReadRequest, kReadResponse, kAck, kAtomicAck, kCompareSwap, kFetchAdd, kCnp,
+  kAtomicWrite,  // answered by a zero-length RDMA READ response (IBA A19.4.2)
 };
 
 // Header flags.

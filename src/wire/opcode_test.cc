@@ -16,6 +16,7 @@ TEST(Opcode, opcode_info__valid_set_is_exactly_rc_uc_ud_cnp_xrc) {
   for (int op = 0x00; op <= 0x14; ++op) expect.insert(op);
   expect.insert(0x16);
   expect.insert(0x17);
+  expect.insert(0x1d);  // RC ATOMIC WRITE (IBA 1.5 Annex A19)
   for (int op = 0x20; op <= 0x2b; ++op) expect.insert(op);
   expect.insert(0x64);
   expect.insert(0x65);
@@ -34,7 +35,7 @@ TEST(Opcode, opcode_info__valid_set_is_exactly_rc_uc_ud_cnp_xrc) {
 }
 
 TEST(Opcode, opcode_info__reserved_and_rd_are_invalid) {
-  for (uint8_t op : {0x15, 0x18, 0x1f, 0x2c, 0x40, 0x4a, 0x60, 0x63, 0x66, 0x80, 0x82, 0xb5,
+  for (uint8_t op : {0x15, 0x18, 0x1c, 0x1e, 0x1f, 0xbd, 0x2c, 0x40, 0x4a, 0x60, 0x63, 0x66, 0x80, 0x82, 0xb5,
                      0xb8, 0xbf, 0xff}) {
     EXPECT_FALSE(opcode_info(op).valid) << int(op);
   }
@@ -55,6 +56,7 @@ TEST(Opcode, opcode_info__header_sizes) {
   EXPECT_EQ(opcode_info(kRcCompareSwap).header_size, 40);
   EXPECT_EQ(opcode_info(kRcFetchAdd).header_size, 40);
   EXPECT_EQ(opcode_info(kRcSendOnlyInv).header_size, 16);
+  EXPECT_EQ(opcode_info(kRcAtomicWrite).header_size, 28);  // BTH + RETH, then 8 payload bytes
   EXPECT_EQ(opcode_info(kUcWriteOnlyImm).header_size, 32);
   EXPECT_EQ(opcode_info(kUdSendOnly).header_size, 20);
   EXPECT_EQ(opcode_info(kUdSendOnlyImm).header_size, 24);
@@ -75,7 +77,7 @@ TEST(Opcode, opcode_info__payload_presence) {
     EXPECT_FALSE(opcode_info(op).has(kHasPayload)) << opcode_info(op).name;
   }
   for (uint8_t op : {kRcSendFirst, kRcWriteOnlyImm, kRcReadResponseMiddle, kRcSendOnlyInv,
-                     kUcSendMiddle, kUdSendOnlyImm}) {
+                     kUcSendMiddle, kUdSendOnlyImm, kRcAtomicWrite}) {
     EXPECT_TRUE(opcode_info(op).has(kHasPayload)) << opcode_info(op).name;
   }
 }
@@ -122,6 +124,9 @@ TEST(Opcode, opcode_info__transport_kind_and_names) {
   EXPECT_EQ(opcode_info(kCnp).transport, Transport::kCnp);
   EXPECT_EQ(opcode_info(kCnp).kind, OpKind::kCnp);
   EXPECT_EQ(opcode_info(kRcReadResponseFirst).kind, OpKind::kReadResponse);
+  EXPECT_EQ(opcode_info(kRcAtomicWrite).transport, Transport::kRc);
+  EXPECT_EQ(opcode_info(kRcAtomicWrite).kind, OpKind::kAtomicWrite);
+  EXPECT_STREQ(opcode_info(kRcAtomicWrite).name, "RC_ATOMIC_WRITE");
   EXPECT_STREQ(opcode_info(kRcSendOnly).name, "RC_SEND_ONLY");
   EXPECT_STREQ(opcode_info(kUcSendLastImm).name, "UC_SEND_LAST_WITH_IMMEDIATE");
   EXPECT_STREQ(opcode_info(kCnp).name, "CNP");
@@ -140,7 +145,7 @@ TEST(Opcode, opcode_info__transport_kind_and_names) {
     names.insert(i.name);
   }
   EXPECT_EQ(static_cast<int>(names.size()), valid);
-  EXPECT_EQ(valid, 61);
+  EXPECT_EQ(valid, 62);
 }
 
 TEST(Opcode, packet_kind__every_valid_opcode_has_the_kind_of_its_operation) {
