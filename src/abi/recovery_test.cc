@@ -52,6 +52,18 @@ class Recovery : public Loopback {
     ibv_recv_wr* bad = nullptr;
     return ibv_post_recv(qp, &r, &bad);
   }
+  // Receives on b (wr_id 1, 2, ...) whose region ibv_rereg_mr then moves to pd2, and two
+  // SENDs from a (wr_id 3, 4) into them: REM_OP_ERR and a flush at a, LOC_PROT_ERR at b.
+  void send_into_moved_region(ibv_pd* pd2, int receives) {
+    ibv_sge r = sge(b_buf_, b_mr_, 0, 64);
+    for (int i = 1; i <= receives; ++i) ASSERT_EQ(post_recv(b_, uint64_t(i), &r), 0);
+    ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0), 0);
+    ibv_sge s = sge(a_buf_, a_mr_, 0, 64);
+    ibv_send_wr w = rdma_to_b(IBV_WR_SEND, 3, &s, 0);
+    ASSERT_EQ(post(a_, w), 0);
+    w.wr_id = 4;
+    ASSERT_EQ(post(a_, w), 0);
+  }
   // A SEND into a receive of b, a WRITE to and a READ from b's buffer: every CQE a success,
   // the first ones polled after recovery, the bytes where they belong.
   void traffic_succeeds(uint64_t id) {
@@ -89,15 +101,7 @@ class Recovery : public Loopback {
 TEST_F(Recovery, modify_qp__restart_after_remote_operation_error_carries_traffic) {
   ibv_pd* pd2 = ibv_alloc_pd(ctx_);
   ASSERT_NE(pd2, nullptr);
-  ibv_sge r = sge(b_buf_, b_mr_, 0, 64);
-  ASSERT_EQ(post_recv(b_, 1, &r), 0);
-  ASSERT_EQ(post_recv(b_, 2, &r), 0);
-  ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0), 0);
-  ibv_sge s = sge(a_buf_, a_mr_, 0, 64);
-  ibv_send_wr w = rdma_to_b(IBV_WR_SEND, 3, &s, 0);
-  ASSERT_EQ(post(a_, w), 0);
-  w.wr_id = 4;
-  ASSERT_EQ(post(a_, w), 0);
+  send_into_moved_region(pd2, 2);
   ibv_qp_attr attr{};
   ibv_qp_init_attr init{};
   for (int i = 0; i < 500 && attr.qp_state != IBV_QPS_ERR; ++i) {
@@ -117,14 +121,7 @@ TEST_F(Recovery, modify_qp__restart_after_remote_operation_error_carries_traffic
 TEST_F(Recovery, modify_qp__errors_polled_then_restart_carries_traffic) {
   ibv_pd* pd2 = ibv_alloc_pd(ctx_);
   ASSERT_NE(pd2, nullptr);
-  ibv_sge r = sge(b_buf_, b_mr_, 0, 64);
-  ASSERT_EQ(post_recv(b_, 1, &r), 0);
-  ASSERT_EQ(ibv_rereg_mr(b_mr_, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0), 0);
-  ibv_sge s = sge(a_buf_, a_mr_, 0, 64);
-  ibv_send_wr w = rdma_to_b(IBV_WR_SEND, 3, &s, 0);
-  ASSERT_EQ(post(a_, w), 0);
-  w.wr_id = 4;
-  ASSERT_EQ(post(a_, w), 0);
+  send_into_moved_region(pd2, 1);
   auto wcs = wait(3);
   ASSERT_EQ(wcs.size(), 3u);
   for (const ibv_wc& wc : wcs) {
