@@ -45,8 +45,8 @@ constexpr uint64_t kCompMaskSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_X
                                         IBV_QP_INIT_ATTR_CREATE_FLAGS |
                                         IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
-// The send operations each QP type can post: rxe's sets (no TSO), and on XRC initiators
-// RC's but ATOMIC WRITE (rxe has no XRC; mlx5 no ATOMIC WRITE).
+// The send operations each QP type can post: rxe's sets (no TSO), UC with LOCAL_INV too (as
+// mlx5), and on XRC initiators RC's but ATOMIC WRITE (rxe has no XRC; mlx5 no ATOMIC WRITE).
 constexpr uint64_t kXrcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                              IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                              IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
