@@ -42,11 +42,16 @@ def pair(server, client, timeout=120, env=None, settle=0.5):
         return c.stdout + c.stderr, log.read()
 
 
-def vrnic_perftest(bindir, tool, size, iters, direct=False):
+def vrnic_perftest(bindir, tool, size, iters, direct=False, events=False):
     vr = os.path.join(bindir, "vrnic")
     args = [tool, "-s", str(size), "-n", str(iters)] if "atomic" not in tool else [tool, "-n", str(iters)]
+    args += ["-e"] if events else []  # completion events instead of polling
     run = [vr, "run", "--direct", "--"] if direct else [vr, "run", "--"]
     out, _ = pair([*run, *args], [*run, *args, "127.0.0.1"])
+    return perftest_result(tool, out)
+
+
+def perftest_result(tool, out):
     if out is None:
         return None
     if tool.endswith("_bw"):
@@ -66,24 +71,49 @@ def vrnic_qps_bw(bindir, qps, size=65536, seconds=4):
     return {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB} if rows else None
 
 
+def veth_pair(mtu):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../tests/veth"))
+    import veth_wire
+    return veth_wire, veth_wire.VethPair(mtu)
+
+
+def veth_perftest(bindir, v, args, tool):
+    """A perftest pair between the namespaces of VethPair v: server in b, client in a."""
+    vr = os.path.join(bindir, "vrnic")
+    out, _ = pair([*v.exec(1), vr, "run", "--ip", v.addr[1], "--", *args],
+                  [*v.exec(0), vr, "run", "--ip", v.addr[0], "--", *args, v.addr[1]], settle=1.0)
+    return perftest_result(tool, out)
+
+
 def veth_bw(bindir, mtu, seconds=4):
     """ib_write_bw 64 KiB and qperf tcp_bw 64 KiB between two network namespaces joined by a
     veth pair at this MTU (two hosts on one link); None each without root."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../tests/veth"))
-    import veth_wire
+    veth_wire, vp = veth_pair(mtu)
     try:
-        with veth_wire.VethPair(mtu) as v:
-            vr = os.path.join(bindir, "vrnic")
-            args = ["ib_write_bw", "-s", "65536", "-D", str(seconds)]
-            out, _ = pair([*v.exec(1), vr, "run", "--ip", v.addr[1], "--", *args],
-                          [*v.exec(0), vr, "run", "--ip", v.addr[0], "--", *args, v.addr[1]],
-                          settle=1.0)
-            rows = BW_ROW.findall(out or "")
-            vrnic = {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB} if rows else None
+        with vp as v:
+            vrnic = veth_perftest(bindir, v, ["ib_write_bw", "-s", "65536", "-D", str(seconds)],
+                                  "ib_write_bw")
             return vrnic, qperf("tcp_bw", 65536, seconds, v.exec(1), v.exec(0), v.addr[1])
     except veth_wire.Skipped as e:
         print(f"  veth MTU {mtu}: skipped ({e})")
         return None, None
+
+
+def veth_events(bindir, mtu=1500):
+    """ib_send_lat 2 B and ib_write_bw 64 KiB across the veth, polled and with completion
+    events (-e): {(tool, events): result}; empty without root."""
+    veth_wire, vp = veth_pair(mtu)
+    out = {}
+    try:
+        with vp as v:
+            for tool, args in [("ib_send_lat", ["-s", "2", "-n", "20000"]),
+                               ("ib_write_bw", ["-s", "65536", "-n", "5000"])]:
+                for events in (False, True):
+                    out[(tool, events)] = veth_perftest(
+                        bindir, v, [tool, *args, *(["-e"] if events else [])], tool)
+    except veth_wire.Skipped as e:
+        print(f"  veth events: skipped ({e})")
+    return out
 
 
 def idle_cost(bindir, pairs=128, seconds=10):
@@ -224,6 +254,16 @@ def main():
         add("lat", "ucx tcp am_lat", max(size, 8), ucx("am_lat", max(size, 8), 20000), "lat_us")
         add("lat", "sockperf udp pp", max(size, 14), sockperf_pp(size), "lat_us")
     add("lat", "vrnic ib_atomic_lat", 8, vrnic_perftest(bindir, "ib_atomic_lat", 8, 5000), "lat_us")
+    # Completion events (-e) beside polling, loopback and across the veth: the same pairs
+    # back to back, so the ratio compares like with like.
+    for tool, size, iters, key in [("ib_send_lat", 2, 20000, "lat_us"),
+                                   ("ib_write_bw", 65536, 5000, "bw_Bps")]:
+        for events in (False, True):
+            add("events", f"vrnic {tool}{' -e' if events else ''} loopback", size,
+                vrnic_perftest(bindir, tool, size, iters, events=events), key)
+    for (tool, events), r in veth_events(bindir).items():
+        add("events", f"vrnic {tool}{' -e' if events else ''} veth", 2 if "lat" in tool else 65536,
+            r, "lat_us" if "lat" in tool else "bw_Bps")
     for mtu in (1500, 9000):
         vb, tb = veth_bw(bindir, mtu)
         add("veth", f"vrnic ib_write_bw veth MTU {mtu}", 65536, vb, "bw_Bps")
@@ -269,6 +309,16 @@ def main():
                  get(f"vrnic ib_write_bw veth MTU {mtu}", 65536, "bw_Bps"),
                  get(f"qperf tcp_bw veth MTU {mtu}", 65536, "bw_Bps"), ">=", 1.0)
                 for mtu in (1500, 9000)]
+    # Event-driven completions within 1.5x of polling: latency -e / polled <= 1.5, bandwidth
+    # -e / polled >= 1 / 1.5.
+    for where in ("loopback", "veth"):
+        targets += [
+            (f"ib_send_lat 2B -e / polled, {where}", "wire",
+             get(f"vrnic ib_send_lat -e {where}", 2, "lat_us"),
+             get(f"vrnic ib_send_lat {where}", 2, "lat_us"), "<=", 1.5),
+            (f"ib_write_bw 64KiB -e / polled, {where}", "wire",
+             get(f"vrnic ib_write_bw -e {where}", 65536, "bw_Bps"),
+             get(f"vrnic ib_write_bw {where}", 65536, "bw_Bps"), ">=", round(1 / 1.5, 3))]
     targets += [(f, "wire", v, p, op, goal) for f, v, p, op, goal in [
         ("ib_write_bw 64KiB -q 256 / -q 1", get("vrnic ib_write_bw -q 256", 65536, "bw_Bps"),
          get("vrnic ib_write_bw -q 1", 65536, "bw_Bps"), ">=", 0.8),

@@ -1,4 +1,5 @@
 // Completion queues and completion channels (eventfd-backed), polling and arming.
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -38,7 +39,8 @@ VRNIC_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* channel) {
   return 0;
 }
 
-// An armed CQ got a completion: queue it on its channel and wake ibv_get_cq_event.
+// An armed CQ got a completion: queue it on its channel and wake ibv_get_cq_event (no
+// token while a thread of this process waits for it moving packets: it takes it as is).
 void vrnic::abi::on_cq_event(vrnic::engine::Cq*, void* cq_user_context) {
   auto* cq = static_cast<ibv_cq*>(cq_user_context);
   Channel* ch = cq->channel ? to_channel(cq->channel) : nullptr;
@@ -46,14 +48,56 @@ void vrnic::abi::on_cq_event(vrnic::engine::Cq*, void* cq_user_context) {
   {
     std::lock_guard g(ch->mu);
     ch->events.push_back(cq);
+    if (ch->spinners > 0) {
+      ++ch->untokened;
+      return;
+    }
   }
   give_token(ch->ibv.fd);
 }
 
+namespace {
+
+// A blocking channel: the event is most often on its way (a ping-pong's answer), and the
+// device moves its packets in this thread for a while before it sleeps (docs/live.md,
+// "Completion events"). Returns an event that came without a token, or null: then the
+// caller reads a token as usual.
+ibv_cq* wait_moving_packets(ibv_comp_channel* channel, Channel* ch) {
+  {
+    std::lock_guard g(ch->mu);
+    ++ch->spinners;
+  }
+  to_context(channel->context)->nic->wait_for_event([ch] {
+    std::lock_guard g(ch->mu);
+    return !ch->events.empty();
+  });
+  std::lock_guard g(ch->mu);
+  --ch->spinners;
+  if (ch->untokened > 0) {  // the front event needs no token: the fd's count stays right
+    // (untokened <= events.size(): ibv_destroy_cq keeps it so)
+    --ch->untokened;
+    ibv_cq* cq = ch->events.front();
+    ch->events.pop_front();
+    if (ch->spinners == 0 && ch->untokened > 0) {
+      const uint64_t n = ch->untokened;
+      ch->untokened = 0;
+      ssize_t ignored = write(channel->fd, &n, sizeof n);
+      (void)ignored;
+    }
+    return cq;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 VRNIC_EXPORT int ibv_get_cq_event(ibv_comp_channel* channel, ibv_cq** cq_out, void** cq_context) {
   Channel* ch = to_channel(channel);
+  // A non-blocking channel answers EAGAIN at once when no event is queued, as rdma-core's.
   ibv_cq* cq = nullptr;
-  for (;;) {
+  if (channel->context != nullptr && !(fcntl(channel->fd, F_GETFL) & O_NONBLOCK))
+    cq = wait_moving_packets(channel, ch);
+  while (cq == nullptr) {
     if (take_token(channel->fd) != 0) return -1;
     std::lock_guard g(ch->mu);
     if (ch->events.empty()) continue;  // its CQ was destroyed before the event was read
@@ -134,6 +178,9 @@ VRNIC_EXPORT int ibv_destroy_cq(ibv_cq* ibv) {
     Channel* ch = to_channel(ibv->channel);
     std::lock_guard g(ch->mu);
     ch->events.erase(std::remove(ch->events.begin(), ch->events.end(), ibv), ch->events.end());
+    // A token left without its event is skipped by ibv_get_cq_event; an untokened event
+    // must still exist.
+    ch->untokened = std::min(ch->untokened, ch->events.size());
     --ibv->channel->refcnt;
   }
   drop_async_events(ctx, ibv);
@@ -184,6 +231,6 @@ int vrnic::abi::op_req_notify_cq(ibv_cq* ibv, int solicited_only) {
   vrnic::live::LiveNic* nic = to_context(ibv->context)->nic;
   const int err =
       nic->locked([&](Device& d) { return d.req_notify_cq(to_cq(ibv)->cq, solicited_only != 0); });
-  nic->end_deferral();  // the program sleeps on its channel next
+  nic->cq_armed();  // the program may sleep on its channel next
   return err;
 }

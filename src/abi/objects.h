@@ -86,10 +86,16 @@ struct Dm {
   std::atomic<uint32_t> mrs{0};  // ibv_free_dm: EBUSY while MRs use it
 };
 
+// The fd holds one token per queued event, except for events that came while a thread of
+// this process moved packets for them in ibv_get_cq_event (`spinners`): such a thread takes
+// them without a token, and the last one to stop writes the tokens of those left.
+// Invariant (mu): the fd's count == events.size() - untokened.
 struct Channel {
   ibv_comp_channel ibv;
   std::mutex mu;
   std::deque<ibv_cq*> events;  // armed CQs that got a completion, in order
+  int spinners = 0;            // threads waiting in ibv_get_cq_event that move packets
+  size_t untokened = 0;        // events queued while spinners > 0, their tokens not written
 };
 
 // ibv_cq_ex begins with the fields of ibv_cq (rdma-core's ibv_cq_ex_to_cq casts), so one

@@ -86,6 +86,24 @@ void LiveNic::after_call_locked(uint64_t start, uint64_t mark) {
   if (e.kick) kick();
 }
 
+void LiveNic::cq_armed() {
+  if (sched_.on_cq_armed()) end_deferral();
+}
+
+void LiveNic::wait_for_event(const std::function<bool()>& arrived) {
+  sched_.on_event_wait();
+  const uint64_t start = monotonic_ns();
+  while (!arrived()) {
+    const uint64_t now = note_app_call();  // keeps the progress thread off the lock
+    if (!sched_.event_wait_spins(now, start)) {
+      end_deferral();  // the caller sleeps now: the progress thread watches the socket
+      return;
+    }
+    std::lock_guard<DeviceMutex> g(mu_);
+    impl_->progress(now);
+  }
+}
+
 int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   const uint64_t t = note_app_call();  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
@@ -95,9 +113,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   int got = device_->poll_cq(cq, out, n);
   if (got == 0) {
     // Busy-polling programs make progress here without waiting for the thread.
-    impl_->service(1, t, false);
-    if (!impl_->rx_threads.empty()) impl_->poll_queue(t);
-    impl_->publish_rates(t);
+    impl_->progress(t);
     got = device_->poll_cq(cq, out, n);
   }
   const engine::Counters& c = device_->counters();

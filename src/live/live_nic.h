@@ -86,6 +86,16 @@ class LiveNic {
   // packets are waiting on the socket (no thread hand-off for busy-polling programs).
   int poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n);
 
+  // A CQ was armed (ibv_req_notify_cq): the program may sleep on its channel next, and the
+  // progress thread is told to watch the socket unless the program waits in
+  // wait_for_event (Scheduler, "Armed").
+  void cq_armed();
+  // A program thread waits for a completion event (ibv_get_cq_event on a blocking channel):
+  // while the scheduler lets it (Scheduler, "Event spin") it moves packets itself, as an
+  // empty poll_cq does, until `arrived` says the event has come; then, if it has not, it
+  // hands the socket to the progress thread before the caller sleeps on the channel.
+  void wait_for_event(const std::function<bool()>& arrived);
+
   // Wakes the progress thread (after a doorbell that left work for later, e.g. a timer).
   void kick();
   // The program is about to sleep until a completion event (it armed a CQ): the progress

@@ -122,6 +122,9 @@ struct LiveNic::Impl {
   // Hands received packets to the engine; their ACKs may be held for the program's answer
   // (Scheduler, "ACK hold") when `may_hold`.
   void deliver(std::span<const engine::WirePacket> packets, uint64_t now, bool may_hold);
+  // A program thread's turn at the sockets (an empty poll_cq, a wait for an event): one
+  // receive batch and the due timers, one extra receive queue, the published rates.
+  void progress(uint64_t now);
   void poll_queue(uint64_t now);  // an extra receive queue, read by an empty poll_cq
   void publish_rates(uint64_t now);
   void kick();                                 // any thread

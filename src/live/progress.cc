@@ -89,6 +89,12 @@ void LiveNic::Impl::publish_rates(uint64_t now) {
   counters_file.set_rates(rates);
 }
 
+void LiveNic::Impl::progress(uint64_t now) {
+  service(1, now, false);
+  if (!rx_threads.empty()) poll_queue(now);
+  publish_rates(now);
+}
+
 // A program polling an empty CQ reads one of the extra queues too, a different one each
 // time: a QP whose flow the kernel put on another queue than the first gets its packets
 // without a thread hand-off every few polls. A queue its thread is reading is skipped (the

@@ -24,6 +24,14 @@
 //    its direct copies, and so does every call after it until the next poll.
 //  - Kick. Work left for later (a corked batch, held copies, a timer earlier than the one
 //    the thread sleeps towards) wakes a thread that is not deferring.
+//  - Event spin. A program thread that waits for a completion event (ibv_get_cq_event on a
+//    blocking channel) moves packets itself, as a busy poll does, for event_spin_ns before
+//    it sleeps on the channel: an event that comes soon costs no wake-up of the progress
+//    thread and of the program.
+//  - Armed. Arming a CQ (ibv_req_notify_cq) ends the deferral (the program may sleep on its
+//    channel's fd next, in poll or epoll), unless the program waited in ibv_get_cq_event
+//    after its last arm: it is expected to again, and that wait ends the deferral itself
+//    when it stops spinning. An arm with no wait since the last one ends the prediction.
 //
 // Threads: on_program_entry may be called from any thread without the device lock;
 // thread_defer / thread_woke / thread_spins only by the progress thread, without it;
@@ -112,6 +120,20 @@ class Scheduler {
   // if the thread must be woken to recompute it (not while it defers).
   bool timer_kick(uint64_t next_timer_ns);
 
+  // ---- completion events -----------------------------------------------------------------
+  // A CQ was armed (any thread). True: end the deferral now (on_end_deferral), since the
+  // program is not known to wait in ibv_get_cq_event, which would end it itself.
+  bool on_cq_armed() {
+    const bool waits = waited_since_arm_.exchange(false, std::memory_order_relaxed);
+    return !waits;
+  }
+  // A program thread begins to wait for a completion event (any thread).
+  void on_event_wait() { waited_since_arm_.store(true, std::memory_order_relaxed); }
+  // True while the wait that began at `started` moves packets itself rather than sleeping.
+  bool event_wait_spins(uint64_t now, uint64_t started) const {
+    return now - started < t_.event_spin_ns;
+  }
+
   // ---- receive-queue threads ---------------------------------------------------------------
   bool queue_spins(uint64_t now, uint64_t rx_at) const {
     return t_.spin_ns != 0 && now - rx_at < t_.spin_ns;
@@ -128,6 +150,7 @@ class Scheduler {
   std::atomic<uint64_t> last_app_ns_{0};  // the program's last entry (0: it said it leaves)
   std::atomic<bool> wire_quiet_{false};   // the last poll with completions moved no packet
   std::atomic<bool> deferring_{false};    // the thread is in its deferral sleep
+  std::atomic<bool> waited_since_arm_{false};  // an event wait since the last arm
   uint64_t last_poll_ns_ = 0;       // the last empty poll (0 after completions)
   uint64_t prev_call_end_ns_ = 0;   // when the program's last post or poll ended
   bool in_burst_ = false;           // the last call held its copies; until the next poll

@@ -306,5 +306,27 @@ TEST(Scheduler, thread_deadline__pending_work_without_a_timer_is_looked_at_withi
   EXPECT_EQ(s.thread_deadline(kT, false, v), kT + 5);
 }
 
+// ---- completion events ----------------------------------------------------------------------
+
+TEST(Scheduler, event_spin__a_wait_moves_packets_itself_for_event_spin_ns) {
+  Scheduler s(timing());  // event_spin_ns 50 us by default
+  EXPECT_TRUE(s.event_wait_spins(kT, kT));
+  EXPECT_TRUE(s.event_wait_spins(kT + 49 * kUs, kT));
+  EXPECT_FALSE(s.event_wait_spins(kT + 50 * kUs, kT));  // the bound: it sleeps
+  Timing t = timing();
+  t.event_spin_ns = 0;
+  EXPECT_FALSE(Scheduler(t).event_wait_spins(kT, kT));  // 0: sleeps at once
+}
+
+TEST(Scheduler, armed__ends_the_deferral_unless_the_program_waits_in_get_cq_event) {
+  Scheduler s(timing());
+  EXPECT_TRUE(s.on_cq_armed());  // nothing known: the program may sleep in epoll
+  s.on_event_wait();             // it waited in ibv_get_cq_event after that arm
+  EXPECT_FALSE(s.on_cq_armed());  // expected to again: the wait ends the deferral itself
+  s.on_event_wait();
+  EXPECT_FALSE(s.on_cq_armed());
+  EXPECT_TRUE(s.on_cq_armed());  // an arm with no wait since the last: the release
+}
+
 }  // namespace
 }  // namespace vrnic::live

@@ -89,6 +89,10 @@ def ext_cases(c):
     # 64 B fits max_inline_data: rc_pingpong then puts IBV_SEND_INLINE in wr_flags.
     c["rc_pingpong_new_send_64"] = pingpong(["-N", "-s", "64"])
     c["ib_send_bw_cq_mod16"] = perftest("ib_send_bw", ["--cq-mod=16"])
+    # Completion events instead of polling (-e): ibv_req_notify_cq and ibv_get_cq_event on a
+    # blocking channel, the waiting thread moving the packets itself for a while.
+    for tool in ("ib_send_lat", "ib_write_bw", "ib_send_bw", "ib_read_bw"):
+        c[tool + "_events"] = perftest(tool, ["-e"])
 
 
 def srq_mw_odp_cases(c):
