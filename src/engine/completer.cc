@@ -14,10 +14,11 @@ using wire::psn_diff;
 
 namespace {
 
-enum AethType : uint8_t { kAethAck = 0, kAethRnrNak = 1, kAethNak = 3 };
-enum NakCode : uint8_t {
-  kNakPsnSeq = 0, kNakInvRequest = 1, kNakRemAccess = 2, kNakRemOp = 3, kNakInvRdRequest = 4,
-};
+using wire::AethType;
+using wire::kNakInvRequest;
+using wire::kNakPsnSeq;
+using wire::kNakRemAccess;
+using wire::kNakRemOp;
 
 WcOpcode wc_opcode(WrOpcode op) {
   switch (op) {
@@ -279,7 +280,7 @@ void completer_receive(Core& c, Qp& qp, const wire::Packet& p) {
   }
   switch (info.kind) {
     case wire::OpKind::kReadResponse: {
-      if (info.has(wire::kHasAeth) && (p.aeth.syndrome >> 5) != kAethAck) return;
+      if (info.has(wire::kHasAeth) && wire::aeth_type(p.aeth.syndrome) != AethType::kAck) return;
       on_read_response(c, qp, p);
       return;
     }
@@ -287,13 +288,14 @@ void completer_receive(Core& c, Qp& qp, const wire::Packet& p) {
       on_atomic_ack(c, qp, p);
       return;
     case wire::OpKind::kAck: {
-      uint8_t type = p.aeth.syndrome >> 5, value = p.aeth.syndrome & 0x1f;
-      if (type == kAethAck) {
+      const AethType type = wire::aeth_type(p.aeth.syndrome);
+      const uint8_t value = wire::aeth_value(p.aeth.syndrome);
+      if (type == AethType::kAck) {
         ++c.ctr.rx_ack;
         if (retire_acked(c, qp, psn)) implicit_nak(c, qp);
-      } else if (type == kAethRnrNak) {
+      } else if (type == AethType::kRnrNak) {
         on_rnr_nak(c, qp, psn, value);
-      } else if (type == kAethNak) {
+      } else if (type == AethType::kNak) {
         on_nak(c, qp, psn, value, p.aeth.syndrome);
       } else {
         ++c.ctr.rx_malformed;  // reserved AETH type

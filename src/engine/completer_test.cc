@@ -14,9 +14,9 @@ namespace vrnic::engine::testing {
 namespace {
 
 constexpr uint8_t kAck = 0x1f;            // AETH ACK, credit field "invalid"
-constexpr uint8_t kNakPsnSeq = 0x60;      // NAK, PSN sequence error
-constexpr uint8_t kNakRemAccess = 0x62;   // NAK, remote access error
-constexpr uint8_t kRnrNak = 0x20 | 0x01;  // RNR NAK, the shortest timer but one
+constexpr uint8_t kNakPsnSeq = wire::aeth_nak(wire::kNakPsnSeq);
+constexpr uint8_t kNakRemAccess = wire::aeth_nak(wire::kNakRemAccess);
+constexpr uint8_t kRnrNak = wire::aeth_rnr_nak(1);  // the shortest timer but one
 
 // a's requester against a responder that is never reached: every packet a sends is recorded
 // and dropped, and the test answers with ACKs it builds itself.

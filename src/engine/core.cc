@@ -6,6 +6,7 @@
 
 #include "wire/opcode.h"
 #include "wire/psn.h"
+#include "wire/gid.h"
 
 #include <algorithm>
 #include <cstring>
@@ -15,13 +16,7 @@ namespace vrnic::engine {
 namespace {
 wire::IpUdpInfo ip_from_gid(const Gid& gid) {
   wire::IpUdpInfo ip;
-  if (gid.is_ipv4_mapped()) {
-    ip.ipv6 = false;
-    std::memcpy(ip.src.data(), gid.raw.data() + 12, 4);
-  } else {
-    ip.ipv6 = true;
-    std::memcpy(ip.src.data(), gid.raw.data(), 16);
-  }
+  ip.src = wire::ip_of_gid(gid.raw, ip.ipv6);
   ip.dst_port = wire::kRoceV2Port;
   ip.ip_id = 0;
   ip.ip_flags_frag = 0x4000;  // DF: the sender then uses IP ID 0 and knows the whole header

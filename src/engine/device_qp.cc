@@ -6,6 +6,7 @@
 
 #include "engine/completer.h"
 #include "engine/qp_transition.h"
+#include "wire/gid.h"
 
 namespace vrnic::engine {
 
@@ -141,10 +142,8 @@ void Device::Impl::apply(Qp& qp, const QpAttr& a, uint32_t mask) {
     // The connection's addresses: source from the device GID, destination from the AV.
     qp.ip = core.local_ip;
     qp.ip.src_port = qp.src_port;
-    const Gid& g = a.ah.dgid;
-    qp.ip.dst = {};
-    if (g.is_ipv4_mapped()) std::memcpy(qp.ip.dst.data(), g.raw.data() + 12, 4);
-    else std::memcpy(qp.ip.dst.data(), g.raw.data(), 16);
+    bool ipv6 = false;
+    qp.ip.dst = wire::ip_of_gid(a.ah.dgid.raw, ipv6);
   }
 }
 

@@ -84,8 +84,7 @@ void receive_connected(Core& core, Qp& qp, const wire::Packet& p, const WirePack
       ++ctr.rx_bad_state;
       return;
     }
-    if (qp.type == QpType::kUc) uc_receive(core, qp, p);  // ud.cc
-    else responder_receive(core, qp, p);
+    responder_receive(core, qp, p);  // RC, XRC and UC
   } else {
     if (s != QpState::kRts && s != QpState::kSqd) {
       ++ctr.rx_bad_state;

@@ -1,5 +1,5 @@
-// Responder: PSN checking, placement with the memory check before any byte moves, READ and
-// atomic execution through the ACK queue, ACK coalescing and NAK generation.
+// Responder of RC, XRC and UC: PSN checking, placement with the memory check before any byte
+// moves, READ and atomic execution through the ACK queue, ACK coalescing and NAK generation.
 #include "engine/responder.h"
 
 #include <cerrno>
@@ -18,7 +18,12 @@ using wire::psn_diff;
 
 namespace {
 
-enum NakCode : uint8_t { kNakPsnSeq = 0, kNakInvRequest = 1, kNakRemAccess = 2, kNakRemOp = 3 };
+using wire::aeth_nak;
+using wire::kAethAckNoCredit;
+using wire::kNakInvRequest;
+using wire::kNakPsnSeq;
+using wire::kNakRemAccess;
+using wire::kNakRemOp;
 
 uint32_t packets_for(uint64_t length, uint32_t mtu) {
   return length == 0 ? 1 : static_cast<uint32_t>((length + mtu - 1) / mtu);
@@ -33,9 +38,10 @@ void send_ack(Core& c, Qp& qp, uint32_t psn, uint8_t syndrome) {
   p.aeth.msn = qp.resp.msn;
   c.start_packet(qp, p, 0);
   c.commit_packet();
-  uint8_t type = syndrome >> 5, code = syndrome & 0x1f;
-  if (type == 0) ++c.ctr.tx_ack;
-  else if (type == 1) ++c.ctr.tx_nak_rnr;
+  const wire::AethType type = wire::aeth_type(syndrome);
+  const uint8_t code = wire::aeth_value(syndrome);
+  if (type == wire::AethType::kAck) ++c.ctr.tx_ack;
+  else if (type == wire::AethType::kRnrNak) ++c.ctr.tx_nak_rnr;
   else if (code == kNakPsnSeq) ++c.ctr.tx_nak_psn_seq;
   else if (code == kNakInvRequest) ++c.ctr.tx_nak_inv_req;
   else if (code == kNakRemAccess) ++c.ctr.tx_nak_rem_access;
@@ -49,107 +55,170 @@ void queue_ack(Core& c, Qp& qp) {
   c.ack_pending.push_back(&qp);
 }
 
-void complete_recv(Core& c, Qp& qp, const RecvWqe& r, WcStatus st, WcOpcode op,
-                   uint32_t byte_len, uint32_t flags, uint32_t imm, bool solicited) {
+// RC and XRC acknowledge, NAK and retransmit; UC does none of it (IBA 9.8): a UC request
+// the responder cannot take drops its message, counted, and the QP waits for the next FIRST
+// or ONLY (IBA 9.9.3.1: UC responder errors are silent); a PSN gap resynchronises.
+bool reliable(const Qp& qp) { return qp.type != QpType::kUc; }
+
+// A receive completion of a connected QP (its peer's QPN, the path's SL).
+WorkCompletion recv_wc(const Qp& qp, WcStatus st, WcOpcode op, uint64_t byte_len = 0,
+                       uint32_t flags = 0, uint32_t imm = 0) {
   WorkCompletion wc;
-  wc.wr_id = r.wr_id;
   wc.status = st;
   wc.opcode = op;
-  wc.byte_len = byte_len;
+  wc.byte_len = static_cast<uint32_t>(byte_len);
   wc.wc_flags = flags;
   wc.imm_data = imm;
-  wc.qp_num = qp.qpn;
   wc.src_qp = qp.attr.dest_qp_num;
   wc.sl = qp.attr.ah.sl;
-  c.complete(qp.recv_cq, wc, solicited);
+  return wc;
 }
 
-// A request the responder cannot carry out: NAK it and move the QP to ERR (9.9.3.1.2,
-// class B/C responder errors). recv_status completes a receive WQE in use, if any.
-void fail(Core& c, Qp& qp, uint32_t psn, uint8_t code, AsyncEventType ev,
-          WcStatus recv_status = WcStatus::kSuccess) {
+// UC: the message in progress is dropped; `count` (if any) says why.
+void drop_message(Core& c, Qp& qp, uint64_t Counters::*count) {
+  if (count != nullptr) ++(c.ctr.*count);
+  qp.resp.op = ResponderState::Op::kNone;
+}
+
+// A request the responder cannot carry out. RC: NAK it and move the QP to ERR (9.9.3.1.2,
+// class B/C responder errors), with the affiliated async event. UC: dropped, counted in
+// uc_count.
+void request_error(Core& c, Qp& qp, uint32_t psn, uint8_t code, AsyncEventType ev,
+                   uint64_t Counters::*uc_count) {
+  if (!reliable(qp)) return drop_message(c, qp, uc_count);
   responder_flush_ack(c, qp);
   send_ack(c, qp, psn, aeth_nak(code));
-  ResponderState& s = qp.resp;
-  if (s.have_recv && recv_status != WcStatus::kSuccess) {
-    complete_recv(c, qp, s.recv, recv_status, WcOpcode::kRecv, 0, 0, 0, false);
-    s.have_recv = false;
-  }
   c.enter_error(qp);
   c.async_event(ev, qp.user_context);
 }
 
+// The receive WQE in use cannot take the message (too long, a local protection error): it
+// completes in error, which moves the QP to ERR; RC also NAKs (class C / B, IBA 9.9.3.1).
+void receive_error(Core& c, Qp& qp, uint32_t psn, uint8_t code, AsyncEventType ev,
+                   WcStatus status) {
+  if (reliable(qp)) {
+    responder_flush_ack(c, qp);
+    send_ack(c, qp, psn, aeth_nak(code));
+  }
+  responder_complete_recv(c, qp, recv_wc(qp, status, WcOpcode::kRecv), false);
+  if (reliable(qp)) c.async_event(ev, qp.user_context);
+}
+
 void access_error(Core& c, Qp& qp, uint32_t psn) {
   ++c.ctr.rx_access_errors;
-  fail(c, qp, psn, kNakRemAccess, AsyncEventType::kQpAccessErr);
+  request_error(c, qp, psn, kNakRemAccess, AsyncEventType::kQpAccessErr, nullptr);
 }
 
-void invalid_request(Core& c, Qp& qp, uint32_t psn) {
-  fail(c, qp, psn, kNakInvRequest, AsyncEventType::kQpReqErr);
+void invalid_request(Core& c, Qp& qp, uint32_t psn,
+                     uint64_t Counters::*uc_count = &Counters::rx_malformed) {
+  request_error(c, qp, psn, kNakInvRequest, AsyncEventType::kQpReqErr, uc_count);
 }
 
+// A MIDDLE / LAST without a message in progress, or of another kind than the one in progress
+// (class C on RC; on UC the rest of a dropped message, or a stray packet).
+void out_of_order(Core& c, Qp& qp, uint32_t psn) {
+  invalid_request(c, qp, psn, &Counters::rx_uc_dropped);
+}
+
+// A FIRST or ONLY: on RC none may come inside a message (class C); on UC it ends the one in
+// progress, whose LAST was lost. False if it was refused.
+bool begin_message(Core& c, Qp& qp, uint32_t psn) {
+  if (qp.resp.op == ResponderState::Op::kNone) return true;
+  if (!reliable(qp)) return drop_message(c, qp, nullptr), true;
+  invalid_request(c, qp, psn);
+  return false;
+}
+
+void rnr_nak(Core& c, Qp& qp, uint32_t psn) {
+  responder_flush_ack(c, qp);
+  send_ack(c, qp, psn, wire::aeth_rnr_nak(qp.attr.min_rnr_timer));
+  // Later packets of the same window arrive out of sequence; they get no PSN NAK on top.
+  qp.resp.nak_sent = true;
+}
+
+// No receive WQE for a message that needs one: RC answers RNR NAK (9.7.5.2.8), UC has none
+// and drops the message.
+void no_receive(Core& c, Qp& qp, uint32_t psn) {
+  if (reliable(qp)) return rnr_nak(c, qp, psn);
+  drop_message(c, qp, &Counters::rx_dropped_no_recv);
+}
+
+// A request packet taken: RC's expected PSN moves on (UC's moved when it came) and an ACK is
+// coalesced if the requester asked for one.
 void accept(Core& c, Qp& qp, const wire::Packet& p, uint32_t span) {
+  if (!reliable(qp)) return;
   ResponderState& s = qp.resp;
   s.epsn = psn_add(s.epsn, span);
   s.nak_sent = false;
   if (p.bth.ack_req) queue_ack(c, qp);
 }
 
-void rnr_nak(Core& c, Qp& qp, uint32_t psn) {
+// A SEND WITH INVALIDATE's rkey this QP may not invalidate (class J, IBA 9.9.3.1): the
+// message is received and acknowledged, its receive completes in error and the QP goes to
+// ERR.
+void refuse_invalidate(Core& c, Qp& qp, uint64_t placed, uint32_t rkey) {
+  ResponderState& s = qp.resp;
+  s.op = ResponderState::Op::kNone;
+  s.msn = psn_add(s.msn, 1);
   responder_flush_ack(c, qp);
-  send_ack(c, qp, psn, aeth_rnr_nak(qp.attr.min_rnr_timer));
-  // Later packets of the same window arrive out of sequence; they get no PSN NAK on top.
-  qp.resp.nak_sent = true;
+  responder_complete_recv(
+      c, qp, recv_wc(qp, WcStatus::kRemInvReqErr, WcOpcode::kRecv, placed, kWcWithInv, rkey),
+      false);
 }
 
 void on_send(Core& c, Qp& qp, const wire::Packet& p) {
   ResponderState& s = qp.resp;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
-  uint32_t mtu = qp.mtu();
+  const uint32_t psn = p.bth.psn;
   size_t n = p.payload.size();
   // Opcode sequence (class C, IBA 9.9.3.1): FIRST/ONLY between messages, MIDDLE/LAST in one.
-  if (info.first() ? s.op != ResponderState::Op::kNone : s.op != ResponderState::Op::kSend)
-    return invalid_request(c, qp, p.bth.psn);
-  if (n > mtu || (!info.last() && n != mtu)) return invalid_request(c, qp, p.bth.psn);  // C9-92
   if (info.first()) {
-    if (!responder_take_recv(c, qp)) return rnr_nak(c, qp, p.bth.psn);  // 9.7.5.2.8
+    if (!begin_message(c, qp, psn)) return;
+  } else if (s.op != ResponderState::Op::kSend) {
+    return out_of_order(c, qp, psn);
+  }
+  if (n > qp.mtu() || (!info.last() && n != qp.mtu())) return invalid_request(c, qp, psn);  // C9-92
+  if (info.first()) {
+    if (!responder_take_recv(c, qp)) return no_receive(c, qp, psn);
     s.op = ResponderState::Op::kSend;
     s.placed = 0;
   }
-  if (s.placed + n > s.recv.length) {
-    // A message longer than the receive buffer: class C, Invalid Request NAK (IBA 9.9.3.1).
-    return fail(c, qp, p.bth.psn, kNakInvRequest, AsyncEventType::kQpReqErr,
-                WcStatus::kLocLenErr);
-  }
+  // A message longer than the receive buffer: class C, Invalid Request NAK (IBA 9.9.3.1).
+  if (s.placed + n > s.recv.length)
+    return receive_error(c, qp, psn, kNakInvRequest, AsyncEventType::kQpReqErr, WcStatus::kLocLenErr);
   if (!c.scatter(responder_recv_pd(qp), s.recv.sges, s.placed, p.payload.data(), n))
-    return fail(c, qp, p.bth.psn, kNakRemOp, AsyncEventType::kQpFatal, WcStatus::kLocProtErr);
+    return receive_error(c, qp, psn, kNakRemOp, AsyncEventType::kQpFatal, WcStatus::kLocProtErr);
   s.placed += n;
   accept(c, qp, p, 1);
-  if (info.last()) {
-    uint32_t flags = 0, imm = 0;
-    if (info.has(wire::kHasImm)) { flags = kWcWithImm; imm = p.imm; }
-    if (info.has(wire::kHasIeth)) {
-      flags = kWcWithInv;
-      imm = p.ieth_rkey;
-      if (!mw_remote_invalidate(c, qp, p.ieth_rkey)) {
-        // An rkey this QP may not invalidate (class J, IBA 9.9.3.1): the message is received
-        // and acknowledged, its receive completes in error and the QP goes to ERR.
-        complete_recv(c, qp, s.recv, WcStatus::kRemInvReqErr, WcOpcode::kRecv,
-                      static_cast<uint32_t>(s.placed), flags, imm, false);
-        s.have_recv = false;
-        s.op = ResponderState::Op::kNone;
-        s.msn = psn_add(s.msn, 1);
-        responder_flush_ack(c, qp);
-        c.enter_error(qp);
-        return;
-      }
-    }
-    complete_recv(c, qp, s.recv, WcStatus::kSuccess, WcOpcode::kRecv,
-                  static_cast<uint32_t>(s.placed), flags, imm, p.bth.solicited);
-    s.have_recv = false;
-    s.op = ResponderState::Op::kNone;
-    s.msn = psn_add(s.msn, 1);
+  if (!info.last()) return;
+  uint32_t flags = 0, imm = 0;
+  if (info.has(wire::kHasImm)) { flags = kWcWithImm; imm = p.imm; }
+  if (info.has(wire::kHasIeth)) {
+    flags = kWcWithInv;
+    imm = p.ieth_rkey;
+    if (!mw_remote_invalidate(c, qp, p.ieth_rkey)) return refuse_invalidate(c, qp, s.placed, imm);
   }
+  s.op = ResponderState::Op::kNone;
+  s.msn = psn_add(s.msn, 1);
+  responder_complete_recv(c, qp, recv_wc(qp, WcStatus::kSuccess, WcOpcode::kRecv, s.placed, flags, imm),
+                          p.bth.solicited);
+}
+
+// The first packet of an RDMA WRITE: the QP's right, and the whole target range checked once,
+// before the first byte (IBA 9.7.4.1); a zero-length WRITE checks no R_Key (C9-88).
+bool begin_write(Core& c, Qp& qp, const wire::Packet& p) {
+  ResponderState& s = qp.resp;
+  const uint64_t len = p.reth.dma_len;
+  if (!(qp.attr.qp_access_flags & kRemoteWrite) ||
+      (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, qp.qpn, p.reth.va, len, kRemoteWrite) == nullptr)) {
+    access_error(c, qp, p.bth.psn);
+    return false;
+  }
+  s.write_va = p.reth.va;
+  s.write_rkey = p.reth.rkey;
+  s.write_left = len;
+  s.write_total = len;
+  return true;
 }
 
 void on_write(Core& c, Qp& qp, const wire::Packet& p) {
@@ -159,26 +228,16 @@ void on_write(Core& c, Qp& qp, const wire::Packet& p) {
   uint64_t n = p.payload.size();
   uint32_t psn = p.bth.psn;
   if (info.first()) {
-    if (s.op != ResponderState::Op::kNone) return invalid_request(c, qp, psn);
-    if (!(qp.attr.qp_access_flags & kRemoteWrite)) return access_error(c, qp, psn);
-    uint64_t len = p.reth.dma_len;
-    // The whole target range is checked once, before the first byte (IBA 9.7.4.1);
-    // a zero-length WRITE checks no R_Key (C9-88).
-    if (len != 0 && c.mem.check_remote(p.reth.rkey, qp.pd, qp.qpn, p.reth.va, len, kRemoteWrite) == nullptr)
-      return access_error(c, qp, psn);
-    s.write_va = p.reth.va;
-    s.write_rkey = p.reth.rkey;
-    s.write_left = len;
-    s.write_total = len;
+    if (!begin_message(c, qp, psn) || !begin_write(c, qp, p)) return;
   } else if (s.op != ResponderState::Op::kWrite) {
-    return invalid_request(c, qp, psn);
+    return out_of_order(c, qp, psn);
   }
   // Payload size rules (C9-92): FIRST / MIDDLE carry one MTU; nothing beyond the DMA length.
   if (n > mtu || n > s.write_left || (!info.last() && n != mtu) ||
       (info.last() && n != s.write_left))
     return invalid_request(c, qp, psn);
   bool imm = info.has(wire::kHasImm);
-  if (imm && !responder_take_recv(c, qp)) return rnr_nak(c, qp, psn);  // before any byte of this packet
+  if (imm && !responder_take_recv(c, qp)) return no_receive(c, qp, psn);  // before any byte of this packet
   if (n != 0) {
     uint8_t* dst = c.mem.check_remote(s.write_rkey, qp.pd, qp.qpn, s.write_va, n, kRemoteWrite);
     if (dst == nullptr) return access_error(c, qp, psn);  // MR gone mid-message
@@ -188,14 +247,12 @@ void on_write(Core& c, Qp& qp, const wire::Packet& p) {
   s.write_left -= n;
   s.op = info.last() ? ResponderState::Op::kNone : ResponderState::Op::kWrite;
   accept(c, qp, p, 1);
-  if (info.last()) {
-    if (imm) {
-      complete_recv(c, qp, s.recv, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
-                    static_cast<uint32_t>(s.write_total), kWcWithImm, p.imm, p.bth.solicited);
-      s.have_recv = false;
-    }
-    s.msn = psn_add(s.msn, 1);
-  }
+  if (!info.last()) return;
+  s.msn = psn_add(s.msn, 1);
+  if (imm)
+    responder_complete_recv(c, qp, recv_wc(qp, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                                           s.write_total, kWcWithImm, p.imm),
+                            p.bth.solicited);
 }
 
 // Sends READ response packets [k0, k0 + count) of a READ of `len` bytes at va whose first
@@ -404,6 +461,16 @@ void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
 
 }  // namespace
 
+void responder_complete_recv(Core& c, Qp& qp, WorkCompletion wc, bool solicited) {
+  ResponderState& s = qp.resp;
+  wc.wr_id = s.recv.wr_id;
+  wc.qp_num = qp.qpn;
+  s.have_recv = false;
+  s.op = ResponderState::Op::kNone;
+  c.complete(qp.recv_cq, wc, solicited);
+  if (wc.status != WcStatus::kSuccess) c.enter_error(qp);
+}
+
 // Fetches the receive WQE the next message consumes: from the QP's SRQ or its own queue.
 bool responder_take_recv(Core& c, Qp& qp) {
   ResponderState& s = qp.resp;
@@ -430,14 +497,30 @@ void responder_flush_ack(Core& c, Qp& qp) {
   send_ack(c, qp, psn_add(qp.resp.epsn, -1), kAethAckNoCredit);
 }
 
-void responder_receive(Core& c, Qp& qp, const wire::Packet& p) {
+namespace {
+
+// UC's PSN (IBA 9.9.3.1): a gap means lost packets, the message in progress is abandoned and
+// the responder resynchronises on the PSN it got, waiting for the next FIRST or ONLY (a
+// receive WQE half filled is reused). Nothing is a duplicate: nothing is retransmitted.
+void uc_sequence(Core& c, Qp& qp, const wire::Packet& p) {
+  ResponderState& s = qp.resp;
+  if (p.bth.psn != s.epsn) {
+    ++c.ctr.rx_out_of_sequence;
+    s.op = ResponderState::Op::kNone;
+  }
+  s.epsn = psn_add(p.bth.psn, 1);
+}
+
+// RC's PSN (IBA 9.7.5.1.2): true if the packet is the expected one; a gap is NAKed once, a
+// duplicate answered from what was done (never done again).
+bool rc_sequence(Core& c, Qp& qp, const wire::Packet& p) {
   ResponderState& s = qp.resp;
   int32_t d = psn_diff(p.bth.psn, s.epsn);
   if (qp.type == QpType::kXrcTgt && d <= 0 && !xrc_bind_srq(c, qp, p.xrc_srqn)) {
     // No such XRC SRQ, or one of another XRC domain: class C, Invalid Request NAK (IBA
     // 9.9.3.1), counted in tx_nak_inv_req. A duplicate naming none is dropped.
     if (d == 0) invalid_request(c, qp, p.bth.psn);
-    return;
+    return false;
   }
   if (d > 0) {
     // A gap: NAK once with the expected PSN, then stay silent until it arrives (IBA 9.7.5.2.2).
@@ -447,9 +530,22 @@ void responder_receive(Core& c, Qp& qp, const wire::Packet& p) {
       send_ack(c, qp, s.epsn, aeth_nak(kNakPsnSeq));
       s.nak_sent = true;
     }
-    return;
+    return false;
   }
-  if (d < 0) return on_duplicate(c, qp, p);
+  if (d < 0) {
+    on_duplicate(c, qp, p);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// One responder for RC, XRC and UC (as rxe's rxe_resp.c), branching on the QP's type where
+// the transports differ: sequencing, and what an error costs (see `reliable`).
+void responder_receive(Core& c, Qp& qp, const wire::Packet& p) {
+  if (!reliable(qp)) uc_sequence(c, qp, p);
+  else if (!rc_sequence(c, qp, p)) return;
   switch (wire::opcode_info(p.bth.opcode).kind) {
     case wire::OpKind::kSend: return on_send(c, qp, p);
     case wire::OpKind::kWrite: return on_write(c, qp, p);

@@ -3,13 +3,11 @@
 
 #include <cstddef>
 
+#include "wire/gid.h"
+
 namespace vrnic::engine {
 
-bool Gid::is_ipv4_mapped() const {
-  for (int i = 0; i < 10; ++i)
-    if (raw[i] != 0) return false;
-  return raw[10] == 0xff && raw[11] == 0xff;
-}
+bool Gid::is_ipv4_mapped() const { return wire::is_ipv4_mapped(raw); }
 
 const char* to_string(QpState s) {
   switch (s) {

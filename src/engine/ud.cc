@@ -1,6 +1,6 @@
-// UD and UC: address handles, multicast groups, the unreliable send path and the UD / UC
-// receive paths. Nothing here is acknowledged or retransmitted: a sender completes its WQE
-// when the last packet leaves, a receiver drops what it cannot take and counts it.
+// UD and UC: address handles, multicast groups, the unreliable send path and UD's receive
+// path. Nothing here is acknowledged or retransmitted: a sender completes its WQE when the
+// last packet leaves, a receiver drops what it cannot take and counts it.
 #include "engine/congestion.h"
 #include "engine/ud.h"
 
@@ -14,6 +14,8 @@
 #include "engine/responder.h"
 #include "wire/opcode.h"
 #include "wire/psn.h"
+#include "wire/frame.h"
+#include "wire/gid.h"
 
 namespace vrnic::engine {
 
@@ -21,74 +23,14 @@ using wire::psn_add;
 
 namespace {
 
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-
-// The IP address a GID stands for (IPv4 in the first four bytes when ipv4-mapped).
-std::array<uint8_t, 16> ip_of(const Gid& g, bool& ipv6) {
-  std::array<uint8_t, 16> a{};
-  ipv6 = !g.is_ipv4_mapped();
-  if (ipv6) std::memcpy(a.data(), g.raw.data(), 16);
-  else std::memcpy(a.data(), g.raw.data() + 12, 4);
-  return a;
-}
-
-// The GID of a packet's destination address (the key of the multicast group table).
-std::array<uint8_t, 16> gid_of(const wire::IpUdpInfo& ip, bool dst) {
-  const std::array<uint8_t, 16>& a = dst ? ip.dst : ip.src;
-  std::array<uint8_t, 16> g{};
-  if (ip.ipv6) {
-    g = a;
-  } else {
-    g[10] = g[11] = 0xff;
-    std::memcpy(g.data() + 12, a.data(), 4);
-  }
-  return g;
-}
-
 // The 40 bytes placed before a UD payload (IBA 11.4.1.2: the GRH; RoCEv2 over IPv4 puts the
 // IPv4 header in the last 20 bytes and zeroes the first 20, as RoCE NICs do and as
 // rdma-core's ibv_init_ah_from_wc reads it). udp_payload_len: BTH .. ICRC inclusive.
+// (The TTL / hop limit a UDP socket does not report is the sender's default, 64; the
+// traffic class 0.)
 void build_grh(const wire::IpUdpInfo& ip, size_t udp_payload_len, uint8_t* out) {
   std::memset(out, 0, kGrhSize);
-  const uint16_t udp_len = static_cast<uint16_t>(8 + udp_payload_len);
-  if (!ip.ipv6) {
-    uint8_t* h = out + 20;
-    h[0] = 0x45;
-    h[1] = 0;
-    put16(h + 2, static_cast<uint16_t>(20 + udp_len));
-    put16(h + 4, ip.ip_id);
-    put16(h + 6, ip.ip_flags_frag);
-    h[8] = 64;  // the TTL a UDP socket does not report; the sender's default
-    h[9] = 17;  // UDP
-    std::memcpy(h + 12, ip.src.data(), 4);
-    std::memcpy(h + 16, ip.dst.data(), 4);
-    uint32_t sum = 0;
-    for (int i = 0; i < 20; i += 2) sum += (uint32_t{h[i]} << 8) | h[i + 1];
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    put16(h + 10, static_cast<uint16_t>(~sum));
-  } else {
-    out[0] = 0x60;  // version 6, traffic class and flow label 0
-    put16(out + 4, udp_len);
-    out[6] = 17;  // next header: UDP
-    out[7] = 64;  // hop limit
-    std::memcpy(out + 8, ip.src.data(), 16);
-    std::memcpy(out + 24, ip.dst.data(), 16);
-  }
-}
-
-// Completes the receive WQE in use. An error completion moves the QP to ERR (the other
-// WQEs flush), as every work completion error does (IBA 10.3.1 / 11.6.2).
-void complete_recv(Core& c, Qp& qp, WorkCompletion wc, bool solicited) {
-  ResponderState& s = qp.resp;
-  wc.wr_id = s.recv.wr_id;
-  wc.qp_num = qp.qpn;
-  s.have_recv = false;
-  s.op = ResponderState::Op::kNone;
-  c.complete(qp.recv_cq, wc, solicited);
-  if (wc.status != WcStatus::kSuccess) c.enter_error(qp);
+  wire::write_ip_header(ip, 8 + udp_payload_len, 0, ip.ipv6 ? out : out + 20);
 }
 
 bool check_local_sges(Core& c, const Qp& qp, const SendWqe& w) {
@@ -220,7 +162,7 @@ bool send_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k) {
   // delivers the copy itself. The payload is copied before the batch may flush.
   std::vector<uint8_t> local;
   const bool mcast = ud && w.remote_qpn == kMulticastQpn &&
-                     c.ud.port_joined.count(gid_of(ip, true)) == 0;
+                     c.ud.port_joined.count(wire::gid_of_ip(ip.dst, ip.ipv6)) == 0;
   if (mcast) local.assign(payload.begin(), payload.end());
   const size_t size = c.commit_packet();
   if (!ud) cc_on_sent(c, qp, size);
@@ -256,7 +198,7 @@ Ah* ud_create_ah(Core& c, Pd* pd, const AddressVector& av, Errno& err) {
   auto ah = std::make_unique<Ah>();
   ah->pd = pd;
   ah->av = av;
-  ah->dst = ip_of(av.dgid, ah->ipv6);
+  ah->dst = wire::ip_of_gid(av.dgid.raw, ah->ipv6);
   ++pd->users;
   c.ud.ahs.push_back(std::move(ah));
   return c.ud.ahs.back().get();
@@ -276,10 +218,8 @@ namespace {
 std::map<std::array<uint8_t, 16>, std::vector<Qp*>>::iterator leave_group(
     Core& c, std::map<std::array<uint8_t, 16>, std::vector<Qp*>>::iterator it) {
   if (c.ud.port_joined.erase(it->first)) {
-    Gid g;
-    g.raw = it->first;
     bool ipv6 = false;
-    const std::array<uint8_t, 16> ip = ip_of(g, ipv6);
+    const std::array<uint8_t, 16> ip = wire::ip_of_gid(it->first, ipv6);
     c.port.set_multicast(ip, ipv6, false);
   }
   return c.ud.groups.erase(it);
@@ -296,7 +236,7 @@ Errno ud_attach_mcast(Core& c, Qp& qp, const Gid& gid) {
     // The first member: the port joins the group, so packets from other hosts / processes
     // reach it (when the transport can; otherwise only this device's own sends loop back).
     bool ipv6 = false;
-    const std::array<uint8_t, 16> ip = ip_of(gid, ipv6);
+    const std::array<uint8_t, 16> ip = wire::ip_of_gid(gid.raw, ipv6);
     if (c.port.set_multicast(ip, ipv6, true)) c.ud.port_joined.insert(gid.raw);
   }
   std::vector<Qp*>& members = it->second;
@@ -414,7 +354,7 @@ void ud_receive(Core& c, Qp& qp, const wire::Packet& p, const wire::IpUdpInfo& i
   wc.src_qp = p.deth.src_qp;
   if (kGrhSize + n > qp.resp.recv.length) {
     wc.status = WcStatus::kLocLenErr;
-    return complete_recv(c, qp, wc, false);
+    return responder_complete_recv(c, qp, wc, false);
   }
   uint8_t grh[kGrhSize];
   const size_t udp_len = wire::header_size(p.bth.opcode) + n + p.bth.pad_count + wire::kIcrcSize;
@@ -422,7 +362,7 @@ void ud_receive(Core& c, Qp& qp, const wire::Packet& p, const wire::IpUdpInfo& i
   if (!c.scatter(responder_recv_pd(qp), qp.resp.recv.sges, 0, grh, kGrhSize) ||
       !c.scatter(responder_recv_pd(qp), qp.resp.recv.sges, kGrhSize, p.payload.data(), n)) {
     wc.status = WcStatus::kLocProtErr;
-    return complete_recv(c, qp, wc, false);
+    return responder_complete_recv(c, qp, wc, false);
   }
   wc.byte_len = static_cast<uint32_t>(kGrhSize + n);
   wc.wc_flags = kWcGrh;
@@ -435,11 +375,11 @@ void ud_receive(Core& c, Qp& qp, const wire::Packet& p, const wire::IpUdpInfo& i
     wc.wc_flags |= kWcWithImm;
     wc.imm_data = p.imm;
   }
-  complete_recv(c, qp, wc, p.bth.solicited);
+  responder_complete_recv(c, qp, wc, p.bth.solicited);
 }
 
 void ud_receive_multicast(Core& c, const wire::Packet& p, const wire::IpUdpInfo& ip) {
-  auto it = c.ud.groups.find(gid_of(ip, true));
+  auto it = c.ud.groups.find(wire::gid_of_ip(ip.dst, ip.ipv6));
   if (it == c.ud.groups.end()) {
     ++c.ctr.rx_unknown_qp;
     return;
@@ -452,113 +392,6 @@ void ud_receive_multicast(Core& c, const wire::Packet& p, const wire::IpUdpInfo&
     if (s != QpState::kRtr && s != QpState::kRts && s != QpState::kSqd && s != QpState::kSqe)
       continue;
     ud_receive(c, *qp, p, ip);
-  }
-}
-
-void uc_receive(Core& c, Qp& qp, const wire::Packet& p) {
-  ResponderState& s = qp.resp;
-  using Op = ResponderState::Op;
-  const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
-  // A PSN gap means lost packets: the message in progress is abandoned, and the responder
-  // resynchronises on the PSN it got, waiting for the next FIRST or ONLY (IBA 9.9.3.1: UC
-  // "silently drop" of the rest of the message). A receive WQE half filled is reused.
-  if (p.bth.psn != s.epsn) {
-    ++c.ctr.rx_out_of_sequence;
-    s.op = Op::kNone;
-  }
-  s.epsn = psn_add(p.bth.psn, 1);
-  const bool send = info.kind == wire::OpKind::kSend;
-  if (info.first()) {
-    s.op = Op::kNone;  // a FIRST / ONLY ends whatever was in progress (its LAST was lost)
-  } else if (s.op != (send ? Op::kSend : Op::kWrite)) {
-    ++c.ctr.rx_uc_dropped;  // the rest of a dropped message, or a stray MIDDLE / LAST
-    s.op = Op::kNone;
-    return;
-  }
-  const uint64_t n = p.payload.size();
-  const uint32_t mtu = qp.mtu();
-  if (n > mtu || (!info.last() && n != mtu)) {
-    ++c.ctr.rx_malformed;
-    s.op = Op::kNone;
-    return;
-  }
-  const bool imm = info.has(wire::kHasImm);
-  if (send) {
-    if (info.first()) {
-      if (!responder_take_recv(c, qp)) {
-        ++c.ctr.rx_dropped_no_recv;  // no RNR NAK on UC: the message is dropped
-        return;
-      }
-      s.op = Op::kSend;
-      s.placed = 0;
-    }
-    WorkCompletion wc;
-    wc.opcode = WcOpcode::kRecv;
-    wc.src_qp = qp.attr.dest_qp_num;
-    if (s.placed + n > s.recv.length) {
-      wc.status = WcStatus::kLocLenErr;
-      return complete_recv(c, qp, wc, false);
-    }
-    if (!c.scatter(responder_recv_pd(qp), s.recv.sges, s.placed, p.payload.data(), n)) {
-      wc.status = WcStatus::kLocProtErr;
-      return complete_recv(c, qp, wc, false);
-    }
-    s.placed += n;
-    if (!info.last()) return;
-    wc.byte_len = static_cast<uint32_t>(s.placed);
-    if (imm) {
-      wc.wc_flags = kWcWithImm;
-      wc.imm_data = p.imm;
-    }
-    return complete_recv(c, qp, wc, p.bth.solicited);
-  }
-  // RDMA WRITE.
-  if (info.first()) {
-    const uint64_t len = p.reth.dma_len;
-    // UC has no NAK: a WRITE the QP or the R_Key does not allow is dropped (IBA 9.9.3.1: class
-    // D errors of UC are silent) and counted.
-    if (!(qp.attr.qp_access_flags & kRemoteWrite) ||
-        (len != 0 &&
-         c.mem.check_remote(p.reth.rkey, qp.pd, p.reth.va, len, kRemoteWrite) == nullptr)) {
-      ++c.ctr.rx_access_errors;
-      return;
-    }
-    s.write_va = p.reth.va;
-    s.write_rkey = p.reth.rkey;
-    s.write_left = s.write_total = len;
-    s.op = Op::kWrite;
-  }
-  if (n > s.write_left || (info.last() && n != s.write_left)) {
-    ++c.ctr.rx_malformed;
-    s.op = Op::kNone;
-    return;
-  }
-  if (imm && !responder_take_recv(c, qp)) {
-    ++c.ctr.rx_dropped_no_recv;
-    s.op = Op::kNone;
-    return;
-  }
-  if (n != 0) {
-    uint8_t* dst = c.mem.check_remote(s.write_rkey, qp.pd, s.write_va, n, kRemoteWrite);
-    if (dst == nullptr) {
-      ++c.ctr.rx_access_errors;  // the MR went away mid-message
-      s.op = Op::kNone;
-      return;
-    }
-    std::memcpy(dst, p.payload.data(), n);
-  }
-  s.write_va += n;
-  s.write_left -= n;
-  if (!info.last()) return;
-  s.op = Op::kNone;
-  if (imm) {
-    WorkCompletion wc;
-    wc.opcode = WcOpcode::kRecvRdmaWithImm;
-    wc.src_qp = qp.attr.dest_qp_num;
-    wc.byte_len = static_cast<uint32_t>(s.write_total);
-    wc.wc_flags = kWcWithImm;
-    wc.imm_data = p.imm;
-    complete_recv(c, qp, wc, p.bth.solicited);
   }
 }
 

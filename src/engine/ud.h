@@ -1,6 +1,6 @@
 // Unreliable transports: address handles and multicast groups (UD), the send path of UD and
-// UC QPs (no ACK, no retransmission: a WQE completes when its last packet is sent) and their
-// receive paths (Q_Key check and GRH placement for UD, message drop on a PSN gap for UC).
+// UC QPs (no ACK, no retransmission: a WQE completes when its last packet is sent) and UD's
+// receive path (Q_Key check and GRH placement); UC's receive side is the responder's.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -75,7 +75,5 @@ void unreliable_progress(Core& c, Qp& qp);
 void ud_receive(Core& c, Qp& qp, const wire::Packet& p, const wire::IpUdpInfo& ip);
 // A UD packet to the multicast QPN: delivered to every QP attached to its destination group.
 void ud_receive_multicast(Core& c, const wire::Packet& p, const wire::IpUdpInfo& ip);
-// A UC request packet for this QP (source and state checked by the caller).
-void uc_receive(Core& c, Qp& qp, const wire::Packet& p);
 
 }  // namespace vrnic::engine

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "wire/gid.h"
 #include "wire/opcode.h"
 
 namespace vrnic::sim {
@@ -12,10 +13,11 @@ namespace vrnic::sim {
 using namespace engine;
 
 Gid gid_of_ipv4(uint32_t ipv4) {
+  const std::array<uint8_t, 16> ip{static_cast<uint8_t>(ipv4 >> 24),
+                                   static_cast<uint8_t>(ipv4 >> 16),
+                                   static_cast<uint8_t>(ipv4 >> 8), static_cast<uint8_t>(ipv4)};
   Gid g;
-  g.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, static_cast<uint8_t>(ipv4 >> 24),
-           static_cast<uint8_t>(ipv4 >> 16), static_cast<uint8_t>(ipv4 >> 8),
-           static_cast<uint8_t>(ipv4)};
+  g.raw = wire::gid_of_ip(ip, false);
   return g;
 }
 

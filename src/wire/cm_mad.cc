@@ -401,12 +401,4 @@ std::span<const uint8_t> gsi_mad(const Packet& p) {
   return p.payload;
 }
 
-std::array<uint8_t, 16> gid_of_ip(const std::array<uint8_t, 16>& ip, bool ipv6) {
-  if (ipv6) return ip;
-  std::array<uint8_t, 16> g{};
-  g[10] = g[11] = 0xff;
-  std::copy_n(ip.begin(), 4, g.begin() + 12);
-  return g;
-}
-
 }  // namespace vrnic::wire::cm

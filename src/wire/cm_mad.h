@@ -6,6 +6,7 @@
 #include <span>
 #include <variant>
 
+#include "wire/gid.h"
 #include "wire/headers.h"
 #include "wire/icrc.h"
 
@@ -235,7 +236,7 @@ void build_gsi_packet(const IpUdpInfo& ip, uint32_t psn, const uint8_t mad[kMadS
 // Q_Key and a 256-byte payload); an empty span otherwise.
 std::span<const uint8_t> gsi_mad(const Packet& p);
 
-// A GID for an IP address (vrnic's convention): IPv6 as is, IPv4 as ::ffff:a.b.c.d.
-std::array<uint8_t, 16> gid_of_ip(const std::array<uint8_t, 16>& ip, bool ipv6);
+// The GIDs in CM messages are the RoCEv2 GIDs of the endpoints' addresses (wire/gid.h).
+using wire::gid_of_ip;
 
 }  // namespace vrnic::wire::cm

@@ -41,20 +41,11 @@ void mac_for(const IpUdpInfo& ip, const std::array<uint8_t, 16>& addr, uint8_t* 
 
 }  // namespace
 
-std::vector<uint8_t> build_frame(const IpUdpInfo& ip, std::span<const uint8_t> udp_payload,
-                                 uint8_t tos) {
-  const size_t udp_len = kUdpSize + udp_payload.size();
-  const size_t ip_size = ip.ipv6 ? kIpv6Size : kIpv4Size;
-  std::vector<uint8_t> f(kEthSize + ip_size + udp_len);
-  uint8_t* p = f.data();
-  mac_for(ip, ip.dst, p);
-  mac_for(ip, ip.src, p + 6);
-  put16(p + 12, ip.ipv6 ? kEtherIpv6 : kEtherIpv4);
-
-  uint8_t* h = p + kEthSize;
+size_t write_ip_header(const IpUdpInfo& ip, size_t udp_len, uint8_t tos, uint8_t* h) {
   if (ip.ipv6) {
     h[0] = static_cast<uint8_t>(0x60 | tos >> 4);
     h[1] = static_cast<uint8_t>(tos << 4);  // flow label 0
+    h[2] = h[3] = 0;
     put16(h + 4, static_cast<uint16_t>(udp_len));
     h[6] = kProtoUdp;
     h[7] = kTtl;
@@ -70,8 +61,23 @@ std::vector<uint8_t> build_frame(const IpUdpInfo& ip, std::span<const uint8_t> u
     h[9] = kProtoUdp;
     std::memcpy(h + 12, ip.src.data(), 4);
     std::memcpy(h + 16, ip.dst.data(), 4);
+    put16(h + 10, 0);
     put16(h + 10, static_cast<uint16_t>(~fold(sum16(h, kIpv4Size))));
   }
+  return ip.ipv6 ? kIpv6Size : kIpv4Size;
+}
+
+std::vector<uint8_t> build_frame(const IpUdpInfo& ip, std::span<const uint8_t> udp_payload,
+                                 uint8_t tos) {
+  const size_t udp_len = kUdpSize + udp_payload.size();
+  const size_t ip_size = ip.ipv6 ? kIpv6Size : kIpv4Size;
+  std::vector<uint8_t> f(kEthSize + ip_size + udp_len);
+  uint8_t* p = f.data();
+  mac_for(ip, ip.dst, p);
+  mac_for(ip, ip.src, p + 6);
+  put16(p + 12, ip.ipv6 ? kEtherIpv6 : kEtherIpv4);
+  uint8_t* h = p + kEthSize;
+  write_ip_header(ip, udp_len, tos, h);
 
   uint8_t* u = h + ip_size;
   put16(u, ip.src_port);

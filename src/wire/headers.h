@@ -40,6 +40,18 @@ struct Aeth {
   uint32_t msn = 0;  // 24-bit
 };
 
+// The AETH syndrome (IBA 9.7.5.1.1, table 43): bits 7..5 the type, bits 4..0 the credit
+// count (ACK), the RNR timer (RNR NAK) or the NAK code.
+enum class AethType : uint8_t { kAck = 0, kRnrNak = 1, kNak = 3 };
+enum NakCode : uint8_t {
+  kNakPsnSeq = 0, kNakInvRequest = 1, kNakRemAccess = 2, kNakRemOp = 3, kNakInvRdRequest = 4,
+};
+inline constexpr uint8_t kAethAckNoCredit = 0x1f;  // ACK, credit count "invalid" (RC w/o EEC flow control)
+constexpr uint8_t aeth_rnr_nak(uint8_t timer) { return 0x20 | (timer & 0x1f); }
+constexpr uint8_t aeth_nak(uint8_t code) { return 0x60 | (code & 0x1f); }
+constexpr AethType aeth_type(uint8_t syndrome) { return static_cast<AethType>(syndrome >> 5); }
+constexpr uint8_t aeth_value(uint8_t syndrome) { return syndrome & 0x1f; }
+
 struct AtomicEth {
   uint64_t va = 0;
   uint32_t rkey = 0;

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "wire/gid.h"
+
 namespace vrnic::transport {
 
 bool IpAddress::parse(const std::string& text, IpAddress& out) {
@@ -16,12 +18,7 @@ bool IpAddress::parse(const std::string& text, IpAddress& out) {
   a.ipv6 = true;
   if (inet_pton(AF_INET6, text.c_str(), a.bytes.data()) == 1) {
     // An IPv4-mapped literal names an IPv4 host: it is sent and received as IPv4.
-    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    if (std::memcmp(a.bytes.data(), kMapped, 12) == 0) {
-      out = v4(a.bytes[12], a.bytes[13], a.bytes[14], a.bytes[15]);
-    } else {
-      out = a;
-    }
+    out.bytes = wire::ip_of_gid(a.bytes, out.ipv6);
     return true;
   }
   return false;
@@ -42,14 +39,7 @@ std::string IpAddress::to_string() const {
   return buf;
 }
 
-std::array<uint8_t, 16> IpAddress::gid() const {
-  if (ipv6) return bytes;
-  std::array<uint8_t, 16> g{};
-  g[10] = 0xff;
-  g[11] = 0xff;
-  std::memcpy(&g[12], bytes.data(), 4);
-  return g;
-}
+std::array<uint8_t, 16> IpAddress::gid() const { return wire::gid_of_ip(bytes, ipv6); }
 
 socklen_t IpAddress::to_sockaddr(uint16_t port, sockaddr_storage& out) const {
   std::memset(&out, 0, sizeof out);
