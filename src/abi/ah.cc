@@ -7,11 +7,22 @@
 
 #include "abi/objects.h"
 #include "live/live_nic.h"
+#include "wire/gid.h"
 
 using namespace vrnic::abi;
 using vrnic::engine::Device;
 
 namespace {
+
+// The GID of the IPv4 address at `addr` (four bytes, network order).
+ibv_gid gid_of_ipv4(const uint8_t* addr) {
+  std::array<uint8_t, 16> ip{};
+  std::memcpy(ip.data(), addr, 4);
+  const auto g = vrnic::wire::gid_of_ip(ip, false);
+  ibv_gid out;
+  std::memcpy(out.raw, g.data(), sizeof(out.raw));
+  return out;
+}
 
 vrnic::engine::Gid to_engine_gid(const ibv_gid& g) {
   vrnic::engine::Gid out;
@@ -107,10 +118,8 @@ VRNIC_EXPORT int ibv_init_ah_from_wc(ibv_context* context, uint8_t port_num, ibv
       errno = EINVAL;
       return -1;
     }
-    local.raw[10] = local.raw[11] = 0xff;
-    std::memcpy(local.raw + 12, v4 + 16, 4);
-    ah_attr->grh.dgid.raw[10] = ah_attr->grh.dgid.raw[11] = 0xff;
-    std::memcpy(ah_attr->grh.dgid.raw + 12, v4 + 12, 4);
+    local = gid_of_ipv4(v4 + 16);
+    ah_attr->grh.dgid = gid_of_ipv4(v4 + 12);
     ah_attr->grh.hop_limit = v4[8];
     ah_attr->grh.traffic_class = v4[1];
   } else {

@@ -3,8 +3,8 @@
 
 #include "live/address.h"
 #include "live/config.h"
+#include "transport/udp/ip_address.h"
 
-#include <arpa/inet.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -52,19 +52,10 @@ bool current_gid(engine::Gid& out) {
   }
   const char* ip = std::getenv("VRNIC_IP");
   if (!ip) return false;
-  in_addr v4;
-  in6_addr v6;
-  if (inet_pton(AF_INET, ip, &v4) == 1) {
-    out = engine::Gid{};
-    out.raw[10] = out.raw[11] = 0xff;
-    std::memcpy(&out.raw[12], &v4, 4);
-    return true;
-  }
-  if (inet_pton(AF_INET6, ip, &v6) == 1) {
-    std::memcpy(out.raw.data(), &v6, 16);
-    return true;
-  }
-  return false;
+  transport::IpAddress addr;
+  if (!transport::IpAddress::parse(ip, addr)) return false;
+  out.raw = addr.gid();
+  return true;
 }
 
 bool expected_gid(engine::Gid& out) {

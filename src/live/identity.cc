@@ -3,12 +3,16 @@
 
 #include <cstring>
 
+#include "wire/gid.h"
+
 namespace vrnic::live {
 
 void mac_from_gid(const uint8_t gid[16], uint8_t mac[6]) {
   mac[0] = 0x02;  // locally administered, unicast
   std::memcpy(mac + 1, gid + 11, 5);
-  if (gid[10] == 0xff && gid[11] == 0xff) mac[1] = 0x00;  // IPv4-mapped: 02:00:a:b:c:d
+  wire::GidBytes g;
+  std::memcpy(g.data(), gid, g.size());
+  if (wire::is_ipv4_mapped(g)) mac[1] = 0x00;  // IPv4-mapped: 02:00:a:b:c:d
 }
 
 uint64_t guid_from_gid(const uint8_t gid[16]) {
