@@ -58,8 +58,9 @@ def perftest_result(tool, out):
         rows = BW_ROW.findall(out)
         return {"bw_Bps": float(rows[-1][3]) * PERFTEST_MB, "msg_rate": float(rows[-1][4]) * 1e6} if rows else None
     rows = LAT_ROW.findall(out)
-    # t_avg, one-way (peers: averages); t_typical beside it
-    return {"lat_us": float(rows[-1][5]), "lat_typical_us": float(rows[-1][4])} if rows else None
+    # t_avg and t_typical (perftest's median), one way: compared with the peers' averages
+    # and medians
+    return {"lat_us": float(rows[-1][5]), "lat_median_us": float(rows[-1][4])} if rows else None
 
 
 def vrnic_qps_bw(bindir, qps, size=65536, seconds=4):
@@ -161,15 +162,18 @@ def qperf(test, size, seconds, server_ns=(), client_ns=(), host="127.0.0.1"):
     return None
 
 
-def sockperf_pp(size, seconds=3):
-    """sockperf UDP ping-pong on loopback, both ends busy-polling non-blocking sockets as a
-    program polling its CQ does: the floor of one small packet each way (average one-way
-    latency, us). Blocking sockets would add a wake-up per packet (~38 us on this VM)."""
-    srv = subprocess.Popen(["sockperf", "sr", "-i", "127.0.0.1", "-p", "11111", "--nonblocked"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def sockperf_pp(size, seconds=3, tcp=False, port=11111):
+    """sockperf ping-pong on loopback (UDP, or TCP with `tcp`), both ends busy-polling
+    non-blocking sockets as a program polling its CQ does (ib_write_lat, ib_send_lat): the
+    fair peer of a polled RDMA latency. Blocking sockets (qperf) would add a wake-up per
+    packet (~38 us on this VM); they are the peer of the event-driven runs (-e). Returns the
+    average and the median one-way latency, us."""
+    proto = ["--tcp"] if tcp else []
+    srv = subprocess.Popen(["sockperf", "sr", *proto, "-i", "127.0.0.1", "-p", str(port),
+                            "--nonblocked"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
     try:
-        out = subprocess.run(["sockperf", "pp", "-i", "127.0.0.1", "-p", "11111", "-t",
+        out = subprocess.run(["sockperf", "pp", *proto, "-i", "127.0.0.1", "-p", str(port), "-t",
                               str(seconds), "-m", str(max(size, 14)), "--nonblocked"],
                              capture_output=True, text=True, timeout=60).stdout
     except (OSError, subprocess.TimeoutExpired):
@@ -177,8 +181,17 @@ def sockperf_pp(size, seconds=3):
     finally:
         srv.kill()
         srv.wait()
-    m = re.search(r"avg-latency=([\d.]+)", out)
-    return {"lat_us": float(m.group(1))} if m else None
+    return sockperf_result(out)
+
+
+def sockperf_result(out):
+    """sockperf's average and 50th percentile, one way (half the round trip), us."""
+    avg = re.search(r"avg-latency=([\d.]+)", out)
+    med = re.search(r"percentile 50\.000 =\s*([\d.]+)", out)
+    if not avg:
+        return None
+    return {"lat_us": float(avg.group(1)),
+            **({"lat_median_us": float(med.group(1))} if med else {})}
 
 
 def ucx(test, size, iters):
@@ -194,9 +207,80 @@ def ucx(test, size, iters):
     if not m:
         return None
     # Latency columns: 50th percentile, average of the last report, overall average. The
-    # targets compare averages (perftest's t_avg, qperf's and sockperf's averages).
+    # targets compare averages and medians (perftest's t_avg and t_typical, sockperf's
+    # average and 50th percentile).
     return {"lat_us": float(m.group(3)), "lat_median_us": float(m.group(1)),
             "bw_Bps": float(m.group(5)) * 1048576, "msg_rate": float(m.group(7))}
+
+
+def lookup(res, name, size, metric, field=None):
+    """The figure of row (name, size, metric), or another figure of the same run (field:
+    lat_median_us); None if it was not measured."""
+    for r in res:
+        if r["name"] == name and r["size"] == size and r["metric"] == metric:
+            return r["value"] if field is None else r.get(field)
+    return None
+
+
+def targets_of(get):
+    """The targets: (figure, mode, vrnic, peer, op, goal) rows from get(name, size, metric,
+    field=None)."""
+    # The throughput and latency targets, each for the wire and for direct mode.
+    targets = []
+    for f, tool, size, metric, peer, op, goal in [
+            ("ib_write_bw 64KiB / qperf tcp_bw 64KiB", "ib_write_bw", 65536, "bw_Bps",
+             get("qperf tcp_bw", 65536, "bw_Bps"), ">=", 1.0),
+            # The floor a busy-polled packet each way rides on: no target, the distance to it.
+            ("ib_send_lat 2B / sockperf udp ping-pong 14B, busy-polled", "ib_send_lat", 2,
+             "lat_us", get("sockperf udp pp", 14, "lat_us"), "floor", None),
+            ("ib_write_bw 64B rate / ucx tcp tag_bw 64B rate", "ib_write_bw", 64, "msg_rate",
+             get("ucx tcp tag_bw", 64, "msg_rate"), ">=", 3.0)]:
+        for mode, vr in [("wire", "vrnic "), ("direct", "vrnic direct ")]:
+            targets.append((f, mode, get(vr + tool, size, metric), peer, op, goal))
+    # Polled latencies against busy-polled TCP ping-pongs (sockperf --tcp --nonblocked, UCX
+    # over TCP), as averages and as medians (perftest's t_typical, sockperf's and UCX's 50th
+    # percentile): both poll, so neither side pays a wake-up.
+    for f, tool, peer, psize in [("ib_write_lat 2B / sockperf tcp ping-pong 14B, busy-polled",
+                                  "ib_write_lat", "sockperf tcp pp", 14),
+                                 ("ib_send_lat 2B / sockperf tcp ping-pong 14B, busy-polled",
+                                  "ib_send_lat", "sockperf tcp pp", 14),
+                                 ("ib_write_lat 2B / ucx tcp tag_lat 8B", "ib_write_lat",
+                                  "ucx tcp tag_lat", 8),
+                                 ("ib_send_lat 2B / ucx tcp am_lat 8B", "ib_send_lat",
+                                  "ucx tcp am_lat", 8)]:
+        for stat, field in [("average", None), ("median", "lat_median_us")]:
+            p = get(peer, psize, "lat_us", field)
+            for mode, vr in [("wire", "vrnic "), ("direct", "vrnic direct ")]:
+                targets.append((f"{f}, {stat}", mode, get(vr + tool, 2, "lat_us", field), p,
+                                "<=", 1.0))
+    # Completion events (-e) against TCP that sleeps in recv (qperf tcp_lat, an average):
+    # both wait for the kernel to wake them.
+    for tool in ("ib_send_lat", "ib_read_lat"):
+        targets.append((f"{tool} 2B -e / qperf tcp_lat 2B, blocking, average", "wire",
+                        get(f"vrnic {tool} -e loopback", 2, "lat_us"),
+                        get("qperf tcp_lat", 2, "lat_us"), "<=", 1.0))
+    targets += [(f"ib_write_bw 64KiB / qperf tcp_bw 64KiB, veth MTU {mtu}", "wire",
+                 get(f"vrnic ib_write_bw veth MTU {mtu}", 65536, "bw_Bps"),
+                 get(f"qperf tcp_bw veth MTU {mtu}", 65536, "bw_Bps"), ">=", 1.0)
+                for mtu in (1500, 9000)]
+    # Event-driven completions within 1.5x of polling: latency -e / polled <= 1.5, bandwidth
+    # -e / polled >= 1 / 1.5.
+    for where in ("loopback", "veth"):
+        targets += [
+            (f"ib_send_lat 2B -e / polled, {where}", "wire",
+             get(f"vrnic ib_send_lat -e {where}", 2, "lat_us"),
+             get(f"vrnic ib_send_lat {where}", 2, "lat_us"), "<=", 1.5),
+            (f"ib_send_bw 64KiB -e / polled, {where}", "wire",
+             get(f"vrnic ib_send_bw -e {where}", 65536, "bw_Bps"),
+             get(f"vrnic ib_send_bw {where}", 65536, "bw_Bps"), ">=", round(1 / 1.5, 3))]
+    targets += [(f, "wire", v, p, op, goal) for f, v, p, op, goal in [
+        ("ib_write_bw 64KiB -q 256 / -q 1", get("vrnic ib_write_bw -q 256", 65536, "bw_Bps"),
+         get("vrnic ib_write_bw -q 1", 65536, "bw_Bps"), ">=", 0.8),
+        # Absolute targets: the "peer" column holds the limit, so the ratio must be < 1.
+        ("idle 256 QPs CPU % / 1 %", get("vrnic idle, 256 QPs", 0, "cpu_pct"), 1.0, "<", 1.0),
+        ("idle 256 QPs RSS MiB / 64 MiB", get("vrnic idle, 256 QPs", 0, "rss_MiB"), 64.0, "<", 1.0),
+    ]]
+    return targets
 
 
 def main():
@@ -222,7 +306,9 @@ def main():
         extra = {k: x for k, x in (r or {}).items() if k != key and k.startswith("lat_")}
         res.append({"kind": kind, "name": name, "series": series, "size": size, "metric": key,
                     "value": v, **extra})
-        print(f"  {name:<28} {size:>8}  {key:<8} {v if v is not None else 'FAILED'}", flush=True)
+        median = f"  median {extra['lat_median_us']}" if "lat_median_us" in extra else ""
+        print(f"  {name:<28} {size:>8}  {key:<8} {v if v is not None else 'FAILED'}{median}",
+              flush=True)
         return v
 
     for size in bw_sizes:
@@ -254,9 +340,14 @@ def main():
         add("lat", "ucx tcp tag_lat", max(size, 8), ucx("tag_lat", max(size, 8), 20000), "lat_us")
         add("lat", "ucx tcp am_lat", max(size, 8), ucx("am_lat", max(size, 8), 20000), "lat_us")
         add("lat", "sockperf udp pp", max(size, 14), sockperf_pp(size), "lat_us")
+        add("lat", "sockperf tcp pp", max(size, 14), sockperf_pp(size, tcp=True, port=11112),
+            "lat_us")
     add("lat", "vrnic ib_atomic_lat", 8, vrnic_perftest(bindir, "ib_atomic_lat", 8, 5000), "lat_us")
     # Completion events (-e) beside polling, loopback and across the veth: the same pairs
-    # back to back, so the ratio compares like with like.
+    # back to back, so the ratio compares like with like. ib_write_lat has no -e (perftest
+    # refuses it): ib_read_lat -e stands beside blocking TCP for the one-sided latency.
+    add("events", "vrnic ib_read_lat -e loopback", 2,
+        vrnic_perftest(bindir, "ib_read_lat", 2, 20000, events=True), "lat_us")
     for tool, size, iters, key in [("ib_send_lat", 2, 20000, "lat_us"),
                                    ("ib_send_bw", 65536, 5000, "bw_Bps")]:
         for events in (False, True):
@@ -282,51 +373,10 @@ def main():
         ok = out is not None and len(BW_ROW.findall(out)) == 23
         add("sweep", "vrnic ib_write_bw -a", 0, {"wall_s": time.monotonic() - t0} if ok else None, "wall_s")
 
-    def get(name, size, metric):
-        for r in res:
-            if r["name"] == name and r["size"] == size and r["metric"] == metric:
-                return r["value"]
-        return None
+    def get(name, size, metric, field=None):
+        return lookup(res, name, size, metric, field)
 
-    # The throughput and latency targets, each for the wire and for direct mode.
-    targets = []
-    for f, tool, size, metric, peer, op, goal in [
-            ("ib_write_bw 64KiB / qperf tcp_bw 64KiB", "ib_write_bw", 65536, "bw_Bps",
-             get("qperf tcp_bw", 65536, "bw_Bps"), ">=", 1.0),
-            ("ib_write_lat 2B / ucx tcp tag_lat 8B", "ib_write_lat", 2, "lat_us",
-             get("ucx tcp tag_lat", 8, "lat_us"), "<=", 1.0),
-            ("ib_write_lat 2B / qperf tcp_lat 2B", "ib_write_lat", 2, "lat_us",
-             get("qperf tcp_lat", 2, "lat_us"), "<=", 1.0),
-            ("ib_send_lat 2B / ucx tcp am_lat 8B", "ib_send_lat", 2, "lat_us",
-             get("ucx tcp am_lat", 8, "lat_us"), "<=", 1.0),
-            # The floor a busy-polled packet each way rides on: no target, the distance to it.
-            ("ib_send_lat 2B / sockperf udp ping-pong 14B, busy-polled", "ib_send_lat", 2,
-             "lat_us", get("sockperf udp pp", 14, "lat_us"), "floor", None),
-            ("ib_write_bw 64B rate / ucx tcp tag_bw 64B rate", "ib_write_bw", 64, "msg_rate",
-             get("ucx tcp tag_bw", 64, "msg_rate"), ">=", 3.0)]:
-        for mode, vr in [("wire", "vrnic "), ("direct", "vrnic direct ")]:
-            targets.append((f, mode, get(vr + tool, size, metric), peer, op, goal))
-    targets += [(f"ib_write_bw 64KiB / qperf tcp_bw 64KiB, veth MTU {mtu}", "wire",
-                 get(f"vrnic ib_write_bw veth MTU {mtu}", 65536, "bw_Bps"),
-                 get(f"qperf tcp_bw veth MTU {mtu}", 65536, "bw_Bps"), ">=", 1.0)
-                for mtu in (1500, 9000)]
-    # Event-driven completions within 1.5x of polling: latency -e / polled <= 1.5, bandwidth
-    # -e / polled >= 1 / 1.5.
-    for where in ("loopback", "veth"):
-        targets += [
-            (f"ib_send_lat 2B -e / polled, {where}", "wire",
-             get(f"vrnic ib_send_lat -e {where}", 2, "lat_us"),
-             get(f"vrnic ib_send_lat {where}", 2, "lat_us"), "<=", 1.5),
-            (f"ib_send_bw 64KiB -e / polled, {where}", "wire",
-             get(f"vrnic ib_send_bw -e {where}", 65536, "bw_Bps"),
-             get(f"vrnic ib_send_bw {where}", 65536, "bw_Bps"), ">=", round(1 / 1.5, 3))]
-    targets += [(f, "wire", v, p, op, goal) for f, v, p, op, goal in [
-        ("ib_write_bw 64KiB -q 256 / -q 1", get("vrnic ib_write_bw -q 256", 65536, "bw_Bps"),
-         get("vrnic ib_write_bw -q 1", 65536, "bw_Bps"), ">=", 0.8),
-        # Absolute targets: the "peer" column holds the limit, so the ratio must be < 1.
-        ("idle 256 QPs CPU % / 1 %", get("vrnic idle, 256 QPs", 0, "cpu_pct"), 1.0, "<", 1.0),
-        ("idle 256 QPs RSS MiB / 64 MiB", get("vrnic idle, 256 QPs", 0, "rss_MiB"), 64.0, "<", 1.0),
-    ]]
+    targets = targets_of(get)
     fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
     print("\n| figure | size | vrnic (wire) | vrnic direct | direct / wire |\n|---|---|---|---|---|")
     for r in res:
