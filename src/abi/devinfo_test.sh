@@ -13,7 +13,7 @@ for want in 'hca_id:[[:space:]]*vrnic0' 'state:[[:space:]]*PORT_ACTIVE \(4\)' \
             'link_layer:[[:space:]]*Ethernet' 'phys_state:[[:space:]]*LINK_UP \(5\)' \
             'max_mtu:[[:space:]]*4096 \(5\)' 'GID\[  0\]:[[:space:]]*[0-9a-f:.]+, RoCE v2' \
             'board_id:[[:space:]]*VRNIC' 'vendor_id:[[:space:]]*0x0?27672' \
-            'vendor_part_id:[[:space:]]*30322' 'active_width:[[:space:]]*1X \(1\)' \
+            'vendor_part_id:[[:space:]]*30322' 'active_width:[[:space:]]*4X \(2\)' \
             'node_guid:[[:space:]]*[0-9a-f]{4}:7fff:fe[0-9a-f]{2}:[0-9a-f]{4}'; do
   echo "$out" | grep -Eq "$want" || { echo "FAIL: no line matching /$want/"; fail=1; }
 done

@@ -97,9 +97,11 @@ void fill_port_attr(ibv_context* context, ibv_port_attr& p) {
   p.sm_sl = 0;
   p.subnet_timeout = 0;
   p.init_type_reply = 0;
-  // 1X EDR, 25 Gb/s: near what one progress thread moves (about 1-3 GB/s; docs/live.md), so a
-  // middleware that weighs devices by their link rate does not expect 100 Gb/s.
-  p.active_width = 1;   // 1X
+  // 4X EDR, 100 Gb/s: what mlx5 reports for a 100GBASE-*4 Ethernet link (the kernel's
+  // translate_eth_legacy_proto_oper). UCX derives its protocol thresholds from this rate
+  // against its own memcpy bandwidth: with 1X (25 Gb/s, below memcpy) it never zero-copies
+  // and keeps messages up to 256 KiB in eager bcopy (docs/abi.md).
+  p.active_width = 2;   // 4X
   p.active_speed = 32;  // EDR (25 Gb/s per lane)
   p.phys_state = 5;     // LinkUp
   p.link_layer = IBV_LINK_LAYER_ETHERNET;

@@ -57,8 +57,9 @@ TEST_F(Device, query_port__active_ethernet_roce) {
   EXPECT_EQ(p.max_mtu, IBV_MTU_4096);
   EXPECT_GE(p.active_mtu, IBV_MTU_256);
   EXPECT_EQ(p.gid_tbl_len, 1);
-  // 1X at EDR (25 Gb/s): the link rate middleware computes from width x speed.
-  EXPECT_EQ(p.active_width, 1);
+  // 4X at EDR (100 Gb/s, as mlx5 on a 100GBASE link): the rate middleware computes from
+  // width x speed.
+  EXPECT_EQ(p.active_width, 2);
   EXPECT_EQ(p.active_speed, 32);
   ibv_port_attr compat;
   std::memset(&compat, 0xab, sizeof(compat));

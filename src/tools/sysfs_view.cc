@@ -47,7 +47,7 @@ Files device_files(const transport::IpAddress& address) {
   const Files port = {
       {"ports/1/state", "4: ACTIVE"},       // IBV_PORT_ACTIVE
       {"ports/1/phys_state", "5: LinkUp"},  // phys_state 5
-      {"ports/1/rate", "25 Gb/sec (1X EDR)"},  // active_width 1X, active_speed EDR
+      {"ports/1/rate", "100 Gb/sec (4X EDR)"},  // active_width 4X, active_speed EDR
       {"ports/1/lid", "0x0"},  // RoCE has no LIDs
       {"ports/1/sm_lid", "0x0"},
       {"ports/1/lid_mask_count", "0"},
