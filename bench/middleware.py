@@ -2,10 +2,14 @@
 """Middleware on vrnic next to the same middleware over kernel TCP, same machine, same run:
 UCX (ucx_perftest: UCT am_lat and put_bw, UCP tag_lat and tag_bw) over vrnic's rc_verbs
 against UCX over TCP, and an Open MPI ping-pong (tests/mpi/mpi_check --pingpong) with the UCX
-PML on vrnic against Open MPI over TCP (ob1 + tcp BTL). Prints a table with ratios and writes
-bench/out/middleware.json.
+PML on vrnic against Open MPI over TCP (ob1 + tcp BTL), and MPI_Allreduce / MPI_Alltoall
+timings (tests/mpi/mpi_check --collectives, 2 and 4 ranks; 4 oversubscribe a 2-core machine).
+Prints a table with ratios and writes bench/out/middleware.json.
 
-  bench/middleware.py [--bin build/release/bin] [--out bench/out] [--runs N]
+  bench/middleware.py [--bin build/release/bin] [--out bench/out] [--runs N] [--veth]
+
+--veth adds the UCX rows between two network namespaces joined by a veth (MTU 1500 and
+9000): vrnic's rc_verbs against UCX's TCP across the same link.
 """
 import argparse
 import json
@@ -21,6 +25,7 @@ from run import pair  # noqa: E402
 FINAL = re.compile(r"^Final:\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
                    r"\s+([\d.]+)\s+([\d.]+)", re.M)
 PINGPONG = re.compile(r"^pingpong (\d+) B: ([\d.]+) us, ([\d.]+) MB/s", re.M)
+COLLECTIVE = re.compile(r"^(allreduce|alltoall) (\d+) B: ([\d.]+) us", re.M)
 # (name, ucx_perftest test, size, iterations, metric)
 UCX_TESTS = [("am_lat", "am_lat", 8, 20000, "lat_us"),
              ("put_bw", "put_bw", 65536, 5000, "bw_MBps"),
@@ -28,28 +33,64 @@ UCX_TESTS = [("am_lat", "am_lat", 8, 20000, "lat_us"),
              ("tag_bw", "tag_bw", 65536, 5000, "bw_MBps")]
 
 
-def ucx(bindir, test, size, iters, over):
+def ucx(bindir, test, size, iters, over, veth=None):
     """One ucx_perftest pair; `over` is "vrnic" (rc_verbs on vrnic0, both under `vrnic run`)
-    or "tcp" (UCX's TCP transport on lo). Returns (typical latency us, bandwidth MB/s)."""
+    or "tcp" (UCX's TCP transport), on loopback or, with `veth` (a veth_wire.VethPair),
+    between its namespaces (server in b, client in a). Returns (typical latency us,
+    bandwidth MB/s)."""
     uct = test in ("am_lat", "put_bw")
-    if over == "vrnic":
-        env = dict(os.environ, UCX_TLS="rc_verbs,ud_verbs,self")
-        run = [os.path.join(bindir, "vrnic"), "run", "--"]
-        dev = ["-d", "vrnic0:1", "-x", "rc_verbs"] if uct else []
-    else:
-        env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
-        run, dev = [], (["-d", "lo", "-x", "tcp"] if uct else [])
+    host = veth.addr[1] if veth else "127.0.0.1"
+
+    def side(i):  # i = 1: the server's namespace, 0: the client's
+        ns = veth.exec(i) if veth else []
+        if over == "vrnic":
+            ip = ["--ip", veth.addr[i]] if veth else []
+            return [*ns, "env", "UCX_TLS=rc_verbs,ud_verbs,self",
+                    os.path.join(bindir, "vrnic"), "run", *ip, "--", "ucx_perftest",
+                    *(["-d", "vrnic0:1", "-x", "rc_verbs"] if uct else [])]
+        dev = veth.dev[i] if veth else "lo"
+        return [*ns, "env", "UCX_TLS=tcp", f"UCX_NET_DEVICES={dev}", "ucx_perftest",
+                *(["-d", dev, "-x", "tcp"] if uct else [])]
+
     layout = ["-D", "zcopy"] if test == "put_bw" else []
-    client = [*run, "ucx_perftest", "127.0.0.1", *dev, "-t", test, "-s", str(size),
-              "-n", str(iters), *layout]
-    out, _ = pair([*run, "ucx_perftest", *dev], client, env=env, settle=1.5)
+    client = [*side(0), host, "-t", test, "-s", str(size), "-n", str(iters), *layout]
+    out, _ = pair(side(1), client, settle=1.5)
     m = FINAL.search(out or "")
     return (float(m.group(1)), float(m.group(5))) if m else (None, None)
 
 
+def ucx_rows(bindir, runs, veth=None):
+    """The UCX rows, vrnic and TCP in alternating pairs: (figure, metric, vrnic, TCP, spreads)."""
+    rows = []
+    where = f", veth MTU {veth.mtu}" if veth else ""
+    for name, test, size, iters, metric in UCX_TESTS:
+        idx = 0 if metric == "lat_us" else 1
+        v, t = [], []
+        for _ in range(runs):
+            v.append(ucx(bindir, test, size, iters, "vrnic", veth)[idx])
+            t.append(ucx(bindir, test, size, iters, "tcp", veth)[idx])
+        rows.append((f"UCX {name} {size} B{where}", metric, v, t))
+    return rows
+
+
 def mpi(bindir, over):
     """mpi_check --pingpong with 2 ranks: {size: (half round trip us, MB/s)}."""
+    out = mpirun(bindir, over, 2, "--pingpong")
+    return {int(s): (float(lat), float(bw)) for s, lat, bw in PINGPONG.findall(out)}
+
+
+def collectives(bindir, over, ranks):
+    """mpi_check --collectives: {(name, size): us per call}; more ranks than cores are
+    oversubscribed."""
+    out = mpirun(bindir, over, ranks, "--collectives")
+    return {(n, int(s)): float(us) for n, s, us in COLLECTIVE.findall(out)}
+
+
+def mpirun(bindir, over, ranks, mode):
+    """mpi_check `mode` with `ranks` ranks, over vrnic (UCX PML) or TCP (ob1 + tcp BTL):
+    its standard output."""
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    root += ["--oversubscribe"] if ranks > (os.cpu_count() or 1) else []
     if over == "vrnic":
         opts = ["--mca", "pml", "ucx", "--mca", "btl", "self",
                 "-x", "UCX_TLS=rc_verbs,ud_verbs,self", os.path.join(bindir, "vrnic"), "run", "--"]
@@ -57,9 +98,28 @@ def mpi(bindir, over):
         # The TCP BTL leaves out loopback unless told: here both ranks meet on lo.
         opts = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
                 "--mca", "btl_tcp_if_include", "lo"]
-    p = subprocess.run(["mpirun", *root, "-np", "2", *opts, os.path.join(bindir, "mpi_check"),
-                        "--pingpong"], capture_output=True, text=True, timeout=300)
-    return {int(s): (float(lat), float(bw)) for s, lat, bw in PINGPONG.findall(p.stdout)}
+    p = subprocess.run(["mpirun", *root, "-np", str(ranks), *opts,
+                        os.path.join(bindir, "mpi_check"), mode],
+                       capture_output=True, text=True, timeout=300)
+    return p.stdout
+
+
+def mpi_rows(bindir, runs):
+    """The MPI rows (ping-pong, 2 ranks; collectives, 2 and 4 ranks), vrnic and TCP in
+    alternating pairs."""
+    rows = []
+    pp = [(mpi(bindir, "vrnic"), mpi(bindir, "tcp")) for _ in range(runs)]
+    for size, idx, metric in ((8, 0, "lat_us"), (1048576, 1, "bw_MBps")):
+        v, t = ([r[o].get(size, (None, None))[idx] for r in pp] for o in (0, 1))
+        rows.append((f"MPI ping-pong {size} B", metric, v, t))
+    for ranks in (2, 4):
+        cs = [(collectives(bindir, "vrnic", ranks), collectives(bindir, "tcp", ranks))
+              for _ in range(runs)]
+        for name in ("allreduce", "alltoall"):
+            for size in (8, 65536, 1048576):
+                v, t = ([r[o].get((name, size)) for r in cs] for o in (0, 1))
+                rows.append((f"MPI_{name.capitalize()} {size} B, {ranks} ranks", "us", v, t))
+    return rows
 
 
 def median(xs):
@@ -73,25 +133,37 @@ def main():
     ap.add_argument("--bin", default=os.path.join(here, "../build/release/bin"))
     ap.add_argument("--out", default=os.path.join(here, "out"))
     ap.add_argument("--runs", type=int, default=3, help="runs per figure (the median is kept)")
+    ap.add_argument("--veth", action="store_true",
+                    help="also the UCX rows between two network namespaces joined by a veth, "
+                         "MTU 1500 and 9000 (root)")
+    ap.add_argument("--no-mpi", action="store_true", help="the UCX rows only")
     a = ap.parse_args()
     bindir = os.path.abspath(a.bin)
-    rows = []
-    for name, test, size, iters, metric in UCX_TESTS:
-        idx = 0 if metric == "lat_us" else 1
-        v, t = ([ucx(bindir, test, size, iters, over)[idx] for _ in range(a.runs)]
-                for over in ("vrnic", "tcp"))
-        rows.append((f"UCX {name} {size} B", metric, median(v), median(t)))
-    runs = {over: [mpi(bindir, over) for _ in range(a.runs)] for over in ("vrnic", "tcp")}
-    for size, idx, metric in ((8, 0, "lat_us"), (1048576, 1, "bw_MBps")):
-        v, t = (median([r.get(size, (None, None))[idx] for r in runs[o]]) for o in ("vrnic", "tcp"))
-        rows.append((f"MPI ping-pong {size} B", metric, v, t))
+    rows = ucx_rows(bindir, a.runs)
+    if not a.no_mpi:
+        rows += mpi_rows(bindir, a.runs)
+    if a.veth:
+        sys.path.insert(0, os.path.join(here, "../tests/veth"))
+        import veth_wire
+        for mtu in (1500, 9000):
+            try:
+                with veth_wire.VethPair(mtu) as v:
+                    rows += ucx_rows(bindir, a.runs, v)
+            except veth_wire.Skipped as e:
+                print(f"veth MTU {mtu}: skipped ({e})")
     fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
-    print("\n| figure | metric | vrnic | over TCP | vrnic / TCP |\n|---|---|---|---|---|")
+    span = lambda xs: "-".join(fmt(f(x for x in xs if x is not None)) for f in (min, max)) \
+        if any(x is not None for x in xs) else "n/a"
+    print("\n| figure | metric | vrnic | over TCP | vrnic / TCP | vrnic runs | TCP runs |\n"
+          "|---|---|---|---|---|---|---|")
     out = []
-    for name, metric, v, t in rows:
+    for name, metric, vs, ts in rows:
+        v, t = median(vs), median(ts)
         ratio = v / t if v and t else None
-        out.append({"figure": name, "metric": metric, "vrnic": v, "tcp": t, "ratio": ratio})
-        print(f"| {name} | {metric} | {fmt(v)} | {fmt(t)} | {fmt(ratio)} |")
+        out.append({"figure": name, "metric": metric, "vrnic": v, "tcp": t, "ratio": ratio,
+                    "vrnic_runs": vs, "tcp_runs": ts})
+        print(f"| {name} | {metric} | {fmt(v)} | {fmt(t)} | {fmt(ratio)} | {span(vs)} | "
+              f"{span(ts)} |")
     am = out[0]["ratio"]
     met = "met" if am and am <= 1 else "missed"
     print(f"\ntarget UCX am_lat vrnic / TCP <= 1.0: {fmt(am)} ({met})")

@@ -1,7 +1,9 @@
-// An MPI job that checks what it moves: point-to-point, collectives and one-sided, and a
-// ping-pong that prints latency and bandwidth. Run as `mpirun -np N vrnic run -- mpi_check`.
+// An MPI job that checks what it moves: point-to-point, collectives and one-sided; and timings
+// (--pingpong: latency and bandwidth; --collectives: MPI_Allreduce and MPI_Alltoall).
+// Run as `mpirun -np N vrnic run -- mpi_check`.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -114,6 +116,33 @@ void pingpong(size_t len, int iters) {
     std::printf("pingpong %zu B: %.2f us, %.1f MB/s\n", len, half * 1e6, len / half / 1e6);
 }
 
+// Every rank runs the collective `iters` times on `len` bytes (int32 elements); rank 0
+// prints the average time of one call. Timing only: the checks are allreduce() and alltoall().
+void time_collective(const char* name, size_t len, int iters) {
+  const bool a2a = std::strcmp(name, "alltoall") == 0;
+  const int n = int(std::max<size_t>(len / sizeof(int32_t), 1));
+  const int per = a2a ? std::max(n / g_size, 1) : n;  // alltoall: len in total per rank
+  std::vector<int32_t> out(size_t(per) * (a2a ? g_size : 1), g_rank), in(out.size());
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    if (a2a)
+      MPI_Alltoall(out.data(), per, MPI_INT32_T, in.data(), per, MPI_INT32_T, MPI_COMM_WORLD);
+    else
+      MPI_Allreduce(out.data(), in.data(), n, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+  }
+  const double each = (MPI_Wtime() - t0) / iters;
+  if (g_rank == 0) std::printf("%s %zu B: %.2f us\n", name, len, each * 1e6);
+}
+
+void collectives() {
+  for (const char* name : {"allreduce", "alltoall"}) {
+    time_collective(name, 8, 5000);
+    time_collective(name, 65536, 500);
+    time_collective(name, size_t{1} << 20, 50);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,9 +150,12 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   bool pp = argc > 1 && std::strcmp(argv[1], "--pingpong") == 0;
+  bool coll = argc > 1 && std::strcmp(argv[1], "--collectives") == 0;
   if (pp) {
     pingpong(8, 10000);
     pingpong(size_t{1} << 20, 200);
+  } else if (coll) {
+    collectives();
   } else {
     ring();
     allreduce();
@@ -133,7 +165,9 @@ int main(int argc, char** argv) {
   int total = 0;
   MPI_Reduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
   if (g_rank == 0) std::printf("mpi_check %s: %d ranks, %d failures\n",
-                               pp ? "pingpong" : "ring allreduce alltoall put get", g_size, total);
+                               pp     ? "pingpong"
+                               : coll ? "collectives"
+                                      : "ring allreduce alltoall put get", g_size, total);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
 }
