@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Middleware on vrnic next to the same middleware over kernel TCP, same machine, same run:
-UCX (ucx_perftest: UCT am_lat and put_bw, UCP tag_lat and tag_bw) over vrnic's rc_verbs
+UCX (ucx_perftest: UCT am_lat, put_bw and get_bw, UCP tag_lat and tag_bw) over vrnic's rc_verbs
 against UCX over TCP, and an Open MPI ping-pong (tests/mpi/mpi_check --pingpong) with the UCX
 PML on vrnic against Open MPI over TCP (ob1 + tcp BTL), and MPI_Allreduce / MPI_Alltoall
 timings (tests/mpi/mpi_check --collectives, 2 and 4 ranks; 4 oversubscribe a 2-core machine).
@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import pair  # noqa: E402
+from run import pair, vrnic_perftest  # noqa: E402
 
 FINAL = re.compile(r"^Final:\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
                    r"\s+([\d.]+)\s+([\d.]+)", re.M)
@@ -30,7 +30,14 @@ COLLECTIVE = re.compile(r"^(allreduce|alltoall) (\d+) B: ([\d.]+) us", re.M)
 UCX_TESTS = [("am_lat", "am_lat", 8, 20000, "lat_us"),
              ("put_bw", "put_bw", 65536, 5000, "bw_MBps"),
              ("tag_lat", "tag_lat", 8, 20000, "lat_us"),
-             ("tag_bw", "tag_bw", 65536, 5000, "bw_MBps")]
+             ("tag_bw", "tag_bw", 65536, 5000, "bw_MBps"),
+             ("get_bw", "get_bw", 65536, 5000, "bw_MBps")]
+# The targets against vrnic's own perftest figures on the same path, same run:
+# (middleware row, perftest tool, size, iterations, ratio goal).
+OWN = [("UCX tag_bw 65536 B", "ib_write_bw", 65536, 5000, 0.9),
+       ("UCX put_bw 65536 B", "ib_write_bw", 65536, 5000, 0.9),
+       ("UCX get_bw 65536 B", "ib_read_bw", 65536, 5000, 0.9),
+       ("MPI ping-pong 1048576 B", "ib_write_bw", 1048576, 500, 0.9)]
 
 
 def ucx(bindir, test, size, iters, over, veth=None):
@@ -38,7 +45,7 @@ def ucx(bindir, test, size, iters, over, veth=None):
     or "tcp" (UCX's TCP transport), on loopback or, with `veth` (a veth_wire.VethPair),
     between its namespaces (server in b, client in a). Returns (typical latency us,
     bandwidth MB/s)."""
-    uct = test in ("am_lat", "put_bw")
+    uct = test in ("am_lat", "put_bw", "get_bw")
     host = veth.addr[1] if veth else "127.0.0.1"
 
     def side(i):  # i = 1: the server's namespace, 0: the client's
@@ -52,7 +59,7 @@ def ucx(bindir, test, size, iters, over, veth=None):
         return [*ns, "env", "UCX_TLS=tcp", f"UCX_NET_DEVICES={dev}", "ucx_perftest",
                 *(["-d", dev, "-x", "tcp"] if uct else [])]
 
-    layout = ["-D", "zcopy"] if test == "put_bw" else []
+    layout = ["-D", "zcopy"] if test in ("put_bw", "get_bw") else []
     client = [*side(0), host, "-t", test, "-s", str(size), "-n", str(iters), *layout]
     out, _ = pair(side(1), client, settle=1.5)
     m = FINAL.search(out or "")
@@ -60,7 +67,8 @@ def ucx(bindir, test, size, iters, over, veth=None):
 
 
 def ucx_rows(bindir, runs, veth=None):
-    """The UCX rows, vrnic and TCP in alternating pairs: (figure, metric, vrnic, TCP, spreads)."""
+    """The UCX rows, vrnic and TCP in alternating pairs: (figure, metric, vrnic's runs, TCP's
+    runs)."""
     rows = []
     where = f", veth MTU {veth.mtu}" if veth else ""
     for name, test, size, iters, metric in UCX_TESTS:
@@ -164,9 +172,22 @@ def main():
                     "vrnic_runs": vs, "tcp_runs": ts})
         print(f"| {name} | {metric} | {fmt(v)} | {fmt(t)} | {fmt(ratio)} | {span(vs)} | "
               f"{span(ts)} |")
-    am = out[0]["ratio"]
-    met = "met" if am and am <= 1 else "missed"
-    print(f"\ntarget UCX am_lat vrnic / TCP <= 1.0: {fmt(am)} ({met})")
+    print("\n| target | middleware | vrnic's own | ratio | goal |\n|---|---|---|---|---|")
+    for row, tool, size, iters, goal in OWN:
+        mw = next((r["vrnic"] for r in out if r["figure"] == row), None)
+        own = median([(vrnic_perftest(bindir, tool, size, iters) or {}).get("bw_Bps")
+                       for _ in range(a.runs)])
+        # In the row's unit: ucx_perftest's MB/s are MiB/s, mpi_check's 10^6 B/s.
+        own = own / (1e6 if row.startswith("MPI") else 1048576) if own else None
+        ratio = mw / own if mw and own else None
+        print(f"| {row} / {tool} {size} B | {fmt(mw)} | {fmt(own)} | {fmt(ratio)} | >= {goal} |")
+        out.append({"figure": f"{row} / {tool} {size} B", "metric": "ratio", "vrnic": mw,
+                    "own": own, "ratio": ratio})
+    for row in ("UCX am_lat 8 B", "UCX tag_lat 8 B", "MPI ping-pong 8 B"):
+        r = next((r for r in out if r["figure"] == row), None)
+        if r:
+            met = "met" if r["ratio"] and r["ratio"] <= 1 else "missed"
+            print(f"target {row} vrnic / TCP <= 1.0: {fmt(r['ratio'])} ({met})")
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "middleware.json"), "w") as f:
         json.dump(out, f, indent=1)
