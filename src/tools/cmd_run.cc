@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,26 +14,6 @@
 #include "tools/sysfs_view.h"
 
 namespace vrnic::tools {
-
-std::string self_dir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, static_cast<size_t>(n));
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-std::string find_lib_dir() {
-  // An explicit VRNIC_LIB_DIR is the only place looked at: a wrong one is an error, not a
-  // silent fallback to another build.
-  const char* env = std::getenv("VRNIC_LIB_DIR");
-  const std::string dir = env && *env ? std::string(env) : self_dir() + "/../lib";
-  char real[PATH_MAX];
-  if (access((dir + "/libibverbs.so.1").c_str(), R_OK) == 0 && realpath(dir.c_str(), real))
-    return real;
-  return "";
-}
 
 namespace {
 
@@ -76,11 +55,12 @@ int cmd_run(const RunOptions& o) {
   }
   std::string lib = find_lib_dir();
   if (lib.empty()) {
-    const char* env = std::getenv("VRNIC_LIB_DIR");
+    std::string looked;
+    for (const std::string& dir : lib_dir_candidates()) looked += (looked.empty() ? "" : ", ") + dir;
     std::fprintf(stderr,
                  "vrnic run: vrnic's libibverbs.so.1 not found in %s (build the vrnic_verbs "
-                 "target, or set VRNIC_LIB_DIR)\n",
-                 env && *env ? env : (self_dir() + "/../lib").c_str());
+                 "target, reinstall the vrnic package, or set VRNIC_LIB_DIR)\n",
+                 looked.c_str());
     return 127;
   }
   // Dynamic loading follows LD_LIBRARY_PATH before the system directories; Debian's RDMA

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -67,12 +68,13 @@ void progress_bar(uint64_t now, uint64_t duration, uint64_t events,
                wall.count() > 0 ? events / wall.count() / 1e6 : 0.0);
 }
 
-// The PNGs, by vrnic-sim-plots.py beside this executable (matplotlib); a run without them
-// says why and still succeeds.
+// The PNGs, by share/vrnic/sim-plots.py (matplotlib); a run without them says why and still
+// succeeds.
 void make_plots(const std::string& dir) {
-  const std::string script = self_dir() + "/vrnic-sim-plots.py";
-  if (!std::filesystem::exists(script)) {
-    std::fprintf(stderr, "vrnic sim: no plots: %s is missing\n", script.c_str());
+  const std::string script = find_data_file("sim-plots.py");
+  if (script.empty()) {
+    std::fprintf(stderr, "vrnic sim: no plots: sim-plots.py not found in %s/../share/vrnic\n",
+                 self_dir().c_str());
     return;
   }
   // Debian's python3 (where python3-matplotlib installs) before any other on PATH.
@@ -81,8 +83,9 @@ void make_plots(const std::string& dir) {
                   nullptr};
   pid_t pid = 0;
   int status = 0;
-  if (posix_spawnp(&pid, py.c_str(), nullptr, nullptr, argv, environ) != 0 ||
-      waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (int e = posix_spawnp(&pid, py.c_str(), nullptr, nullptr, argv, environ); e != 0)
+    std::fprintf(stderr, "vrnic sim: no plots: %s: %s\n", py.c_str(), std::strerror(e));
+  else if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     std::fprintf(stderr, "vrnic sim: no plots (see above)\n");
 }
 

@@ -36,10 +36,15 @@ int cmd_sim(const SimOptions& o);
 
 int cmd_demo(const std::vector<std::string>& args);
 
-// Where this executable lives (from /proc/self/exe), without a trailing slash.
+// Where this executable lives (from /proc/self/exe), without a trailing slash (paths.cc).
 std::string self_dir();
-// The directory holding vrnic's libibverbs.so.1: $VRNIC_LIB_DIR if set, else <self_dir>/../lib.
-// Empty if it holds no libibverbs.so.1.
+// Where vrnic's libibverbs.so.1 is looked for, in order: $VRNIC_LIB_DIR alone if set, else
+// the installed package's directory (<prefix>/lib/<triplet>/vrnic), then a build tree's lib/.
+std::vector<std::string> lib_dir_candidates();
+// The first of those holding a libibverbs.so.1, resolved; empty if none does.
 std::string find_lib_dir();
+// The path of one of vrnic's scripts (demo.py, sim-plots.py): in <prefix>/share/vrnic when
+// installed, in the build tree's share/vrnic otherwise. Empty if there is none.
+std::string find_data_file(const std::string& name);
 
 }  // namespace vrnic::tools

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Tests of the `vrnic` command line: run's environment and exit status, devinfo, stats.
-# usage: vrnic_cli_test.sh PATH/TO/vrnic
+# Tests of the `vrnic` command line: run's environment and exit status, devinfo, stats, sim,
+# --version.
+# usage: vrnic_cli_test.sh PATH/TO/vrnic VERSION
 set -u
 vrnic="$1"
+version="$2"
 fail=0
 check() {  # name expected actual
   if [ "$2" != "$3" ]; then echo "FAIL $1: expected [$2] got [$3]"; fail=1; else echo "ok   $1"; fi
@@ -34,6 +36,8 @@ check "run: missing library is an error" 127 $?
 
 "$vrnic" run 2>/dev/null
 check "run: no program is a usage error" 2 $?
+
+check "--version: the project's version" "vrnic $version" "$("$vrnic" --version)"
 
 out=$("$vrnic" devinfo --ip 127.0.0.77 | grep '^GID')
 check "devinfo: IPv4-mapped GID" "GID[0]:          0000:0000:0000:0000:0000:ffff:7f00:004d (RoCE v2)" "$out"

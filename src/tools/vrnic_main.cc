@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   using namespace vrnic::tools;
   CLI::App app{"vrnic: a software RoCEv2 RDMA NIC for unmodified verbs programs"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "vrnic " VRNIC_VERSION, "print the version and exit");
 
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "run PROGRAM on vrnic (no root, no kernel module)");
