@@ -6,7 +6,8 @@
   queues.png        the switch queues over time: the five ports that held the most
   rates.png         the long flows' delivered rates over time (if the run had long flows)
 
-Usage: vrnic-sim-plots.py DIR. Exits 2 if matplotlib is not installed.
+Usage: sim-plots.py DIR (share/vrnic/ in the build tree and installed). Exits 2 if matplotlib
+is not installed.
 """
 import csv
 import os
