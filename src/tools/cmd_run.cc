@@ -56,7 +56,8 @@ int cmd_run(const RunOptions& o) {
   std::string lib = find_lib_dir();
   if (lib.empty()) {
     std::string looked;
-    for (const std::string& dir : lib_dir_candidates()) looked += (looked.empty() ? "" : ", ") + dir;
+    for (const std::string& dir : lib_dir_candidates())
+      looked += (looked.empty() ? "" : ", ") + dir;
     std::fprintf(stderr,
                  "vrnic run: vrnic's libibverbs.so.1 not found in %s (build the vrnic_verbs "
                  "target, reinstall the vrnic package, or set VRNIC_LIB_DIR)\n",
