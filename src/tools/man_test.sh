@@ -29,7 +29,7 @@ check "vrnic-run.1: every option of vrnic run" "" "${missing[*]}"
 missing=()
 vars=$(sed -n '/^## Environment/,/^## /p' "$live" | grep -o '^| `VRNIC_[A-Z_]*' | tr -d '|` ')
 [ -n "$vars" ] || { echo "FAIL no environment table in $live"; exit 1; }
-for var in $vars VRNIC_DIRECT; do
+for var in $vars; do
   text vrnic-run.1 | grep -q "^ *$var$" || missing+=("$var")
 done
 check "vrnic-run.1: every variable of docs/live.md" "" "${missing[*]}"
