@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Tests of the manual pages (man/): they format without a warning (as lintian checks them),
-# vrnic.1 names every subcommand, vrnic-run.1 every option of `vrnic run --help` and every
-# variable of the environment table in docs/live.md.
-# usage: man_test.sh PATH/TO/vrnic MAN_DIR docs/live.md
+# vrnic.1 names every subcommand, vrnic-run.1 every option of `vrnic run --help`, every
+# variable of the environment table in docs/live.md and every VRNIC_* variable the sources
+# read (src/, tests aside), each number's entry with its range and its default.
+# usage: man_test.sh PATH/TO/vrnic MAN_DIR docs/live.md SRC_DIR
 set -u
-vrnic="$1" dir="$2" live="$3"
+vrnic="$1" dir="$2" live="$3" src="$4"
 fail=0
 check() {  # name expected actual
   if [ "$2" != "$3" ]; then echo "FAIL $1: expected [$2] got [$3]"; fail=1; else echo "ok   $1"; fi
@@ -33,4 +34,24 @@ for var in $vars; do
   text vrnic-run.1 | grep -q "^ *$var$" || missing+=("$var")
 done
 check "vrnic-run.1: every variable of docs/live.md" "" "${missing[*]}"
+# Every "VRNIC_..." literal of the sources is a variable vrnic reads (live/config.cc's
+# LiveConfig, the CM's, vrnic run's own).
+read_vars=$(grep -rhoE '"VRNIC_[A-Z0-9_]+"' "$src" --include='*.cc' --include='*.h' \
+              --exclude='*_test.cc' | tr -d '"' | sort -u)
+grep -q '^VRNIC_DEFER_US$' <<<"$read_vars" || { echo "FAIL no VRNIC_* literal under $src"; exit 1; }
+missing=()
+for var in $read_vars; do
+  text vrnic-run.1 | grep -q "^ *$var$" || missing+=("$var")
+done
+check "vrnic-run.1: every variable the sources read" "" "${missing[*]}"
+# A variable's entry: its heading line to the next variable's heading (or the next section).
+entry() { text vrnic-run.1 | awk -v v="$1" '$1 == v && NF == 1 {on = 1; next}
+                                            on && (/^ *VRNIC_[A-Z0-9_]+$/ || /^[A-Z]/) {exit}
+                                            on'; }
+incomplete=()
+for var in $(grep -E '_(US|KB|QUEUES|TIMEOUT|RETRIES)$' <<<"$read_vars"); do
+  e=$(entry "$var" | tr -s ' \n' ' ')
+  grep -qE '[0-9]+ to [0-9]+' <<<"$e" && grep -q 'default' <<<"$e" || incomplete+=("$var")
+done
+check "vrnic-run.1: every number's range and default" "" "${incomplete[*]}"
 exit $fail
