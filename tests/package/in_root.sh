@@ -3,6 +3,9 @@
 # namespaces, with the root as /): what a user does with the package, and checks of it.
 #   in_root.sh install DEB VERSION   root: apt install ./DEB; the test user; a file list
 #   in_root.sh use VERSION           the test user: vrnic demo, run, rping, sim
+#   in_root.sh upgrade DEB VERSION DROPPED
+#                                    root: apt install ./DEB, a newer version without the
+#                                    file DROPPED; nothing else changes
 #   in_root.sh remove DEB            root: apt remove; apt install ./DEB again and apt purge;
 #                                    nothing of vrnic is left
 # Works in /run/vrnic-test (a tmpfs of each step); the file lists are kept in /var/tmp.
@@ -29,7 +32,7 @@ step_install() {
     tail -30 "$here/apt.log"; echo "FAIL apt install ./$deb"; return 1
   fi
   echo "time apt install ./$deb (with its dependencies and recommends): $((SECONDS - t0)) s"
-  grep -E '^(The following NEW packages|  )' "$here/apt.log" | head -12
+  sed -n '/^The following NEW packages/,/^[^ ]/{/^The\|^  /p}' "$here/apt.log"
   check "installed version" "install ok installed $version" \
     "$(dpkg-query -W -f '${Status} ${Version}' vrnic)"
   useradd -m "$user" || return 1
@@ -109,6 +112,25 @@ step_use() {
   return $fail
 }
 
+step_upgrade() {
+  local deb=$1 version=$2 dropped=$3
+  export DEBIAN_FRONTEND=noninteractive
+  check "before the upgrade: $dropped" 1 "$([ -f "$dropped" ] && echo 1)"
+  apt install -y -q "$here/$deb" >"$here/apt.log" 2>&1 || { cat "$here/apt.log"; echo "FAIL apt install ./$deb"; return 1; }
+  check "upgraded version" "install ok installed $version" \
+    "$(dpkg-query -W -f '${Status} ${Version}' vrnic)"
+  check "upgrade: the file the new version dropped is gone" "" "$(ls "$dropped" 2>/dev/null)"
+  local files missing
+  files=$(dpkg -L vrnic)
+  missing=$(while read -r f; do [ -e "$f" ] || echo "$f"; done <<<"$files")
+  check "upgrade: every file of the new version is there" "" "$missing"
+  check "upgrade: no other file added or lost" "" \
+    "$(diff "$state/before" <(file_list | grep -vxF -f <(echo "$files")) | grep '^[<>]' |
+       grep -v " /home/$user/")"
+  check "upgrade: vrnic runs" 0 "$(vrnic --version >/dev/null; echo $?)"
+  return $fail
+}
+
 # Nothing of vrnic's is left: none of its files, no file more or less than before it was
 # installed (less the test user's home), none of its directories.
 nothing_left() {  # how it was removed
@@ -142,6 +164,7 @@ step_remove() {
 case ${1:-} in
   install) step_install "$2" "$3" ;;
   use) step_use "$2" ;;
+  upgrade) step_upgrade "$2" "$3" "$4" ;;
   remove) step_remove "$2" ;;
-  *) echo "usage: in_root.sh install DEB VERSION | use VERSION | remove DEB" >&2; exit 2 ;;
+  *) echo "usage: in_root.sh install DEB VERSION | use VERSION | upgrade DEB VERSION DROPPED | remove DEB" >&2; exit 2 ;;
 esac
