@@ -15,8 +15,12 @@ for page in vrnic.1 vrnic-run.1; do
              man --warnings -E UTF-8 -l -Tutf8 -Z "$dir/$page" 2>&1 >/dev/null)
   check "$page formats without warnings" "" "$warnings"
 done
-# The words of a page as printed, hyphens plain.
-text() { MANWIDTH=200 man -l "$dir/$1" 2>/dev/null | sed 's/\xe2\x80\x90/-/g'; }
+# The words of each page as printed, hyphens plain (formatted once).
+declare -A printed
+for page in vrnic.1 vrnic-run.1; do
+  printed[$page]=$(MANWIDTH=200 man -l "$dir/$page" 2>/dev/null | sed 's/\xe2\x80\x90/-/g')
+done
+text() { printf '%s\n' "${printed[$1]}"; }
 missing=()
 for cmd in $("$vrnic" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 {print $1}'); do
   text vrnic.1 | grep -q "^ *$cmd\b" || missing+=("$cmd")
