@@ -1,9 +1,12 @@
 // The simulator's discrete-event core: the event queue (ordered by time, then by the order
-// of scheduling, so ties are deterministic), the virtual clock the engines read, and the
+// of scheduling, so ties are deterministic; a radix heap), the virtual clock the engines read, and the
 // seeded random number generator (splitmix64).
 #pragma once
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdint>
-#include <queue>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/ports.h"
@@ -36,27 +39,58 @@ struct Event {
   uint64_t c = 0;
 };
 
+// A radix heap (Ahuja, Mehlhorn, Orlin, Tarjan 1990) on the event time: the simulator only
+// schedules at or after the time of the event it runs, so keys are monotone. Bucket 0 holds
+// the events of the current minimum time, in scheduling order; bucket i (1..64) those whose
+// time first differs from it in bit i-1. Each bucket keeps its events in scheduling order
+// (a refill moves a bucket's events, in order, into empty lower buckets), so ties leave in
+// the order they were scheduled, as with a heap ordered by (time, seq), at a fraction of the
+// cost: an event moves down at most 64 times, mostly once or twice.
 class EventQueue {
  public:
+  // `time` must not be before the last event taken (std::logic_error otherwise).
   void push(uint64_t time, EventKind kind, uint32_t a, uint32_t b = 0, uint64_t c = 0) {
-    heap_.push(Event{time, next_seq_++, kind, a, b, c});
+    if (time < last_) throw std::logic_error("sim: an event scheduled in the past");
+    buckets_[bucket_of(time)].push_back(Event{time, next_seq_++, kind, a, b, c});
+    ++size_;
   }
-  bool empty() const { return heap_.empty(); }
-  const Event& top() const { return heap_.top(); }
+  bool empty() const { return size_ == 0; }
+  const Event& top() const {
+    refill();
+    return buckets_[0][head_];
+  }
   Event pop() {
-    Event e = heap_.top();
-    heap_.pop();
+    refill();
+    std::vector<Event>& now = buckets_[0];
+    const Event e = now[head_++];
+    --size_;
+    if (head_ == now.size()) now.clear(), head_ = 0;
     return e;
   }
   uint64_t scheduled() const { return next_seq_; }
+  size_t size() const { return size_; }
 
  private:
-  struct Later {
-    bool operator()(const Event& x, const Event& y) const {
-      return x.time != y.time ? x.time > y.time : x.seq > y.seq;
-    }
-  };
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  size_t bucket_of(uint64_t t) const {
+    return t == last_ ? 0 : 64 - static_cast<size_t>(std::countl_zero(t ^ last_));
+  }
+  // Makes bucket 0 hold the earliest events (the queue must not be empty).
+  void refill() const {
+    if (head_ < buckets_[0].size()) return;
+    size_t i = 1;
+    while (buckets_[i].empty()) ++i;
+    std::vector<Event>& from = buckets_[i];
+    uint64_t m = UINT64_MAX;
+    for (const Event& e : from) m = std::min(m, e.time);
+    last_ = m;
+    for (const Event& e : from) buckets_[bucket_of(e.time)].push_back(e);
+    from.clear();
+  }
+
+  mutable std::array<std::vector<Event>, 65> buckets_;
+  mutable size_t head_ = 0;    // the next event of bucket 0
+  mutable uint64_t last_ = 0;  // the time of bucket 0's events
+  size_t size_ = 0;
   uint64_t next_seq_ = 0;
 };
 

@@ -175,6 +175,7 @@ void Network::try_send(uint32_t port) {
   const uint64_t now = clock_.now_ns();
   if (now >= stats_from_) out.tc_bytes[qos.prio_to_tc[prio]] += p.wire_bytes();
   const uint64_t ser = serialize_ns(p.wire_bytes(), out.rate_bps);
+  out.tx_bytes += p.wire_bytes();
   out.busy = true;
   ++out.tx_packets;
   out.in_flight.push_back(std::move(p));
@@ -197,6 +198,10 @@ void Network::leave_switch(Port& out, const Node& sw, Packet& p) {
     p.tos |= 0x3;  // CE (RFC 3168)
     ++out.marked;
   }
+  // HPCC's INT (the HPCC simulator's switch at dequeue): time, bytes sent before this
+  // packet, the queue it leaves behind, the link rate.
+  if (sw.sw.int_telemetry && p.telemetry && !wire::is_control(p.kind))
+    p.telemetry->push({now, out.tx_bytes, out.queue_bytes, out.rate_bps});
   release_ingress(sw, p);
 }
 

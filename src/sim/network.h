@@ -7,11 +7,13 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/ports.h"
+#include "sim/congestion.h"
 #include "sim/event_queue.h"
 #include "sim/mmu.h"
 #include "sim/qos.h"
@@ -24,6 +26,21 @@ inline constexpr uint32_t kNone = UINT32_MAX;
 inline constexpr uint64_t kFrameOverhead = 20 + 18 + 20 + 8;
 inline constexpr uint64_t kPauseFrameBytes = 64 + 20;  // a PFC frame: minimum frame + gap
 
+// An owning pointer that copies what it points to (a Packet stays copyable).
+template <typename T>
+struct DeepPtr : std::unique_ptr<T> {
+  using std::unique_ptr<T>::unique_ptr;
+  using std::unique_ptr<T>::operator=;
+  DeepPtr() = default;
+  DeepPtr(DeepPtr&&) noexcept = default;
+  DeepPtr& operator=(DeepPtr&&) noexcept = default;
+  DeepPtr(const DeepPtr& o) : std::unique_ptr<T>(o ? std::make_unique<T>(*o) : nullptr) {}
+  DeepPtr& operator=(const DeepPtr& o) {
+    this->reset(o ? new T(*o) : nullptr);
+    return *this;
+  }
+};
+
 struct Packet {
   wire::IpUdpInfo ip;
   uint8_t tos = 0;
@@ -32,7 +49,12 @@ struct Packet {
   uint32_t dst_node = kNone;  // the destination host's node, found once at the sending NIC
   std::vector<uint8_t> bytes;  // the UDP payload: BTH .. ICRC
   wire::PacketKind kind = wire::PacketKind::kRequest;  // as the sending engine stamped it
-  uint64_t wire_bytes() const { return bytes.size() + kFrameOverhead; }
+  // HPCC: the INT header (kIntHeaderBytes more on the wire) and the records in it, stamped
+  // by the switches on a data packet, echoed by the receiver's NIC in its ACK. Null: none.
+  DeepPtr<IntRecord> telemetry;
+  uint64_t wire_bytes() const {
+    return bytes.size() + kFrameOverhead + (telemetry ? kIntHeaderBytes : 0);
+  }
 };
 
 uint64_t serialize_ns(uint64_t wire_bytes, double rate_bps);
@@ -85,6 +107,7 @@ struct SwitchParams {
   QosParams qos;
   WatchdogParams watchdog;
   std::vector<DropRule> drop;
+  bool int_telemetry = false;  // stamp an INT record on each data packet that carries INT
 };
 
 struct Port {
@@ -111,6 +134,7 @@ struct Port {
   std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
   uint64_t mmu_headroom = 0;
   // Counters.
+  uint64_t tx_bytes = 0;  // wire bytes sent (INT's txBytes)
   uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
   std::array<uint64_t, kPriorities> pauses_by_prio{};  // XOFF frames (refreshes too)
   std::array<uint64_t, kPriorities> resumes_by_prio{};  // XON frames
