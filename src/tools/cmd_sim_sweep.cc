@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -30,9 +31,12 @@ namespace fs = std::filesystem;
 // One cell in this process: its summary.json text (wall time included), or {"error": ...}.
 std::string run_cell(const SweepCell& c, const SweepSpec& spec, const std::string& out) {
   try {
-    Simulator sim(cell_scenario(c));
+    const Scenario sc = cell_scenario(c);
+    Simulator sim(sc);
     const fs::path dir = fs::path(out) / c.name();
-    if (spec.outputs) sim.record_series(1000);
+    // Sampled as `vrnic sim run --out` samples (which may move the run's end to a sample
+    // instant), so that a cell's summary is that run's.
+    sim.record_series(std::max<uint64_t>(1000, sc.duration_ns / 1000));
     const Summary s = sim.run();
     if (spec.outputs) {
       fs::create_directories(dir);
