@@ -42,6 +42,7 @@ Host::Host(Network& net, Clock& clock, uint32_t port, uint32_t ipv4, const Devic
 void Host::send(std::span<const WirePacket> batch) {
   for (const WirePacket& w : batch) {
     Packet p;
+    p.bytes = net_.take_buffer();
     p.ip = w.ip;
     p.tos = w.tos;
     p.kind = w.kind;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/ports.h"
+#include "engine/ring.h"
 #include "sim/congestion.h"
 #include "sim/event_queue.h"
 #include "sim/mmu.h"
@@ -114,7 +115,7 @@ struct Port {
   uint32_t node = kNone, peer = kNone;  // the owning node; the port at the link's far end
   double rate_bps = 0;
   uint64_t delay_ns = 0;
-  std::array<std::deque<Packet>, kPriorities> queue;
+  std::array<engine::Ring<Packet>, kPriorities> queue;
   uint64_t queue_bytes = 0;           // all priorities
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
   std::array<uint64_t, kPriorities> pause_until{};  // when that PAUSE's quanta run out
@@ -122,13 +123,13 @@ struct Port {
   std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
   EtsState ets;
   bool busy = false;
-  std::deque<Packet> in_flight;  // serialised or on the wire, oldest first
+  engine::Ring<Packet> in_flight;  // serialised or on the wire, oldest first
   // Ingress side (switch ports, and a NIC's receive buffer): bytes of the packets that came
   // in here, still buffered; whether an XOFF stands, and which one is being refreshed.
   std::array<uint64_t, kPriorities> ingress_bytes{};
   std::array<bool, kPriorities> pause_sent{};
   std::array<uint64_t, kPriorities> xoff_gen{};
-  std::deque<Packet> rx;  // a NIC's receive buffer, oldest first (NicRxParams)
+  engine::Ring<Packet> rx;  // a NIC's receive buffer, oldest first (NicRxParams)
   uint64_t rx_bytes = 0;
   bool rx_busy = false;
   std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
@@ -184,6 +185,18 @@ class Network {
 
   // A packet into a port's egress queue (a host's NIC, or a switch after routing).
   void enqueue(uint32_t port, Packet&& p);
+  // Packet buffers are reused: a sender takes one (empty, with the capacity of a packet
+  // that has ended), a receiver gives back the bytes of a packet it is done with.
+  std::vector<uint8_t> take_buffer() {
+    if (spare_.empty()) return {};
+    std::vector<uint8_t> b = std::move(spare_.back());
+    spare_.pop_back();
+    return b;
+  }
+  void give_back(std::vector<uint8_t>&& b) {
+    b.clear();
+    if (spare_.size() < 4096) spare_.push_back(std::move(b));
+  }
   // kTxDone, kArrive, kPause, kPauseExpire, kPfcRefresh, kNicRx, kWatchdog, kRestore
   void handle(const Event& e);
 
@@ -247,6 +260,7 @@ class Network {
   std::unordered_map<uint32_t, uint32_t> host_by_ipv4_;
   std::vector<Port> ports_;
   uint64_t stats_from_ = 0;
+  std::vector<std::vector<uint8_t>> spare_;  // take_buffer / give_back
 };
 
 uint32_t ipv4_of_packet(const Packet& p);

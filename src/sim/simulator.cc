@@ -128,6 +128,7 @@ void Simulator::deliver(uint32_t node, Packet&& p) {
   if (p.telemetry) feed_int(host, p);
   const WirePacket w{p.ip, p.tos, p.bytes};
   const Device::ReceiveResult r = host.dev().receive(std::span<const WirePacket>(&w, 1));
+  net_.give_back(std::move(p.bytes));  // the engine copied what it keeps
   if (r.atomic_requests > 0) atomic_in_[h].push_back(clock_.now_ns());
   if (!sc_.nic.pcie) return service(h, false);
   uint64_t cost = sc_.nic.rx_pipeline_ns;
