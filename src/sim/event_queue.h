@@ -61,12 +61,12 @@ class EventQueue {
   }
   bool empty() const { return size_ == 0; }
   const Event& top() const {
-    settle();
+    if (!settled_) settle();
     const Slot& s = slots_[cursor_];
     return s.events[s.head];
   }
   Event pop() {
-    settle();
+    if (!settled_) settle();
     Slot& s = slots_[cursor_];
     const Event e = s.events[s.head++];
     --size_;
@@ -74,6 +74,7 @@ class EventQueue {
       s.events.clear(), s.head = 0;
       bits_[cursor_ / 64] &= ~(1ull << (cursor_ % 64));
       --in_wheel_slots_;
+      settled_ = false;  // the next event is in another slot
     }
     return e;
   }
@@ -114,6 +115,7 @@ class EventQueue {
       to_slot(far_.back());
       far_.pop_back();
     }
+    settled_ = true;
   }
   // The first non-empty slot at or after `from`, circularly (one exists).
   size_t next_slot(size_t from) const {
@@ -131,6 +133,9 @@ class EventQueue {
   mutable std::array<uint64_t, kWindow / 64> bits_{};
   mutable size_t in_wheel_slots_ = 0;
   mutable size_t cursor_ = 0;
+  // The cursor is on the earliest event's slot and the far events it covers are in: true
+  // until that slot empties (what is scheduled meanwhile is at or after its time).
+  mutable bool settled_ = false;
   mutable uint64_t now_ = 0;  // the time of the earliest event (the last one taken, or due)
   mutable std::vector<Event> far_;  // a heap: events kWindow ns or more after now_
   size_t size_ = 0;
