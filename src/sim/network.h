@@ -64,6 +64,9 @@ struct RedParams {
   bool enabled = true;
   uint64_t kmin = 5'000, kmax = 200'000;  // bytes of queue left behind at dequeue
   double pmax = 0.01;
+  // Non-zero: kmin and kmax are for a port of this rate and scale with a port's rate (the
+  // HPCC simulator's KMIN_MAP / KMAX_MAP: 400 KB / 1600 KB at 100 Gb/s, 4x at 400 Gb/s).
+  double per_rate_bps = 0;
 };
 
 // The PFC watchdog (as SONiC's): an egress queue paused without a break for detect_ns is
@@ -238,7 +241,7 @@ class Network {
   void mmu_release(Node& sw, uint32_t port, const Packet& p);
   void leave_switch(Port& out, const Node& sw, Packet& p);
   void release_ingress(const Node& sw, const Packet& p);
-  bool red_mark(const RedParams& red, uint64_t queue_left);
+  bool red_mark(const RedParams& red, uint64_t queue_left, double rate_bps);
   void send_pfc(uint32_t port, uint8_t prio, bool pause);
   void on_refresh(uint32_t port, uint8_t prio, uint64_t gen);
   void on_pause(uint32_t port, uint8_t prio, uint16_t quanta);

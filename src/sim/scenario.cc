@@ -103,6 +103,7 @@ void parse_switch(const json& j, SwitchParams& s) {
     get(e, "kmin", s.red.kmin);
     get(e, "kmax", s.red.kmax);
     get(e, "pmax", s.red.pmax);
+    if (e.contains("per_gbps")) get_gbps(e, "per_gbps", s.red.per_rate_bps);
     if (s.red.kmax <= s.red.kmin) throw std::runtime_error("scenario: ecn kmax must be > kmin");
   }
   if (j.contains("pfc")) {

@@ -38,11 +38,13 @@ std::string run_cell(const SweepCell& c, const SweepSpec& spec, const std::strin
     // instant), so that a cell's summary is that run's.
     sim.record_series(std::max<uint64_t>(1000, sc.duration_ns / 1000));
     const Summary s = sim.run();
-    if (spec.outputs) {
+    std::string text = summary_json(s, true);
+    if (spec.outputs) {  // where the rank runs (rank 0 writes every summary.json again)
       fs::create_directories(dir);
       write_outputs(s, dir.string());
+      std::ofstream(dir / "summary.json") << text;
     }
-    return summary_json(s, true);
+    return text;
   } catch (const std::exception& e) {
     return nlohmann::json{{"error", e.what()}}.dump();
   }

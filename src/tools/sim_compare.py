@@ -71,8 +71,13 @@ def main():
     bins = bins_of(sizes)
     runs = defaultdict(dict)  # load -> scheme -> measured
     for d in sys.argv[3:]:
-        with open(os.path.join(d, "summary.json")) as f:
-            s = json.load(f)
+        path = os.path.join(d, "summary.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                s = json.load(f)
+        else:  # a sweep cell still running elsewhere: its name says what it is
+            m = re.match(r"(.*?)-(dcqcn\+w|dcqcn|hpcc)(-seed\d+)?$", os.path.basename(d.rstrip("/")))
+            s = {"scenario": m.group(1), "scheme": m.group(2)}
         runs[run_load(d, s)][s.get("scheme", "dcqcn")] = measure(d, bins)
     os.makedirs(out, exist_ok=True)
     lines = []
