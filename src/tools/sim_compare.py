@@ -21,6 +21,9 @@ import sys
 from collections import defaultdict
 
 QS = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+COLOURS = {"dcqcn": "C0", "dcqcn+w": "C1", "hpcc": "C2"}
+# A reference series drawn in the colour of the scheme it stands beside.
+REF_SCHEME = {"dcqcn_w": "dcqcn+w", "hpcc_pint": "hpcc"}
 
 
 def percentile(v, q):  # nearest rank, as the simulator's summary
@@ -109,11 +112,12 @@ def main():
             fig, ax = plt.subplots(figsize=(6.5, 4))
             for sc in sorted(runs[load]):
                 ys = [runs[load][sc][s][q] for s in sizes]
-                ax.plot(sizes, ys, "o-", label=f"vrnic {sc}")
+                ax.plot(sizes, ys, "o-", color=COLOURS.get(sc), label=f"vrnic {sc}")
             for k, s in enumerate(series):
                 pts = ref.get((load, q), {})
                 ax.plot([x for x in sizes if x in pts], [pts[x][s] for x in sizes if x in pts],
-                        "s--" if k == 0 else "^--", mfc="none", ms=8, label=f"reference {s}")
+                        "s--" if k == 0 else "^--", mfc="none", ms=8,
+                        color=COLOURS.get(REF_SCHEME.get(s, ""), "k"), label=f"reference {s}")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("flow size (bytes)")
