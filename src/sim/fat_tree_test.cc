@@ -37,11 +37,14 @@ TEST(SimFatTree, websearch_30_and_50) {
 }
 
 // Seed 1 at 30 %: DCQCN 1MiB-10MiB p99 15.3, DCQCN+w 11.1, HPCC 5.6; 64KiB-1MiB p95 11.9,
-// 3.6, 3.0; 10MiB+ p50 3.5, 2.3, 1.9.
+// 3.6, 3.0; 10MiB+ p50 3.5, 2.3, 1.9. DCQCN's figures (websearch_30_and_50, the table of
+// docs/sim.md) are the bounds here, so that DCQCN is not run twice.
 TEST(SimFatTree, websearch_30_window_and_hpcc_beside_dcqcn) {
-  const Summary d = run("fat-tree-websearch-30"),
-                w = run("fat-tree-websearch-30", CcScheme::kDcqcnWindow),
+  const Summary w = run("fat-tree-websearch-30", CcScheme::kDcqcnWindow),
                 h = run("fat-tree-websearch-30", CcScheme::kHpcc);
+  struct {
+    double p99_1m_10m = 15.27, p95_64k_1m = 11.94, p50_10m = 3.51;
+  } d;
   for (const Summary* s : {&w, &h}) {
     EXPECT_EQ(s->flows_completed, s->flows_total) << s->scheme;
     EXPECT_EQ(s->drops, 0u) << s->scheme;
@@ -51,11 +54,11 @@ TEST(SimFatTree, websearch_30_window_and_hpcc_beside_dcqcn) {
   EXPECT_EQ(h.cnps_sent, 0u);
   auto q = [](const Summary& s, const char* bucket) { return s.fct_slowdown.at(bucket); };
   EXPECT_LT(q(h, "1MiB-10MiB").p99, q(w, "1MiB-10MiB").p99);
-  EXPECT_LT(q(w, "1MiB-10MiB").p99, q(d, "1MiB-10MiB").p99);
-  EXPECT_LT(q(w, "64KiB-1MiB").p95, q(d, "64KiB-1MiB").p95 / 2);
-  EXPECT_LT(q(h, "64KiB-1MiB").p95, q(d, "64KiB-1MiB").p95 / 2);
-  EXPECT_LT(q(w, "10MiB+").p50, q(d, "10MiB+").p50);
-  EXPECT_LT(q(h, "10MiB+").p50, q(d, "10MiB+").p50);
+  EXPECT_LT(q(w, "1MiB-10MiB").p99, d.p99_1m_10m);
+  EXPECT_LT(q(w, "64KiB-1MiB").p95, d.p95_64k_1m / 2);
+  EXPECT_LT(q(h, "64KiB-1MiB").p95, d.p95_64k_1m / 2);
+  EXPECT_LT(q(w, "10MiB+").p50, d.p50_10m);
+  EXPECT_LT(q(h, "10MiB+").p50, d.p50_10m);
 }
 
 }  // namespace
