@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """vrnic sim compare: FCT slowdowns of fat-tree runs beside published reference values.
 
-Reads each RUN directory's summary.json (scenario, scheme) and fct.csv (`vrnic sim run
+Reads each RUN directory's summary.json (scenario, scheme; a scenario named on after its load,
+as fat-tree-websearch-30-hpccsim, is a series of its own) and fct.csv (`vrnic sim run
 --out`, or a sweep with "outputs": true), bins the completed flows around the reference's
 flow sizes (bin edges at the geometric means of neighbouring sizes), and writes into OUT:
 compare.md (a table per load: p50 / p95 / p99 per size, each scheme beside the reference's
 columns) and compare-<load>-<percentile>.png (slowdown against flow size per scheme, the
 reference points overlaid). The load of a run is its traffic's, from the scenario name's
-trailing number (fat-tree-websearch-30: 0.3) unless the directory name says load<L>.
+number after a dash (fat-tree-websearch-30, fat-tree-websearch-30-hpccsim: 0.3) unless the directory name says load<L>.
 
 Usage: vrnic-sim-compare.py REFERENCE.csv OUT RUN... (REFERENCE.csv: load, percentile,
 size_bytes, then one column per reference series). Exits 2 without matplotlib.
@@ -35,7 +36,7 @@ def run_load(run_dir, summary):
     m = re.search(r"load([0-9.]+)", os.path.basename(run_dir.rstrip("/")))
     if m:
         return float(m.group(1))
-    m = re.search(r"(\d+)$", summary["scenario"])
+    m = re.search(r"-(\d+)(?=-|$)", summary["scenario"])
     return int(m.group(1)) / 100 if m else None
 
 
@@ -81,7 +82,10 @@ def main():
         else:  # a sweep cell still running elsewhere: its name says what it is
             m = re.match(r"(.*?)-(dcqcn\+w|dcqcn|hpcc)(-seed\d+)?$", os.path.basename(d.rstrip("/")))
             s = {"scenario": m.group(1), "scheme": m.group(2)}
-        runs[run_load(d, s)][s.get("scheme", "dcqcn")] = measure(d, bins)
+        # A variant of the scenario (a name going on after the load) is a series of its own.
+        m = re.search(r"-\d+-(.+)$", s["scenario"])
+        label = s.get("scheme", "dcqcn") + (f" ({m.group(1)})" if m else "")
+        runs[run_load(d, s)][label] = measure(d, bins)
     os.makedirs(out, exist_ok=True)
     lines = []
     for load in sorted(runs):
@@ -112,7 +116,7 @@ def main():
             fig, ax = plt.subplots(figsize=(6.5, 4))
             for sc in sorted(runs[load]):
                 ys = [runs[load][sc][s][q] for s in sizes]
-                ax.plot(sizes, ys, "o-", color=COLOURS.get(sc), label=f"vrnic {sc}")
+                ax.plot(sizes, ys, "o-", color=COLOURS.get(sc, "C3"), label=f"vrnic {sc}")
             for k, s in enumerate(series):
                 pts = ref.get((load, q), {})
                 ax.plot([x for x in sizes if x in pts], [pts[x][s] for x in sizes if x in pts],
