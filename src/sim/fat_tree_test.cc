@@ -48,6 +48,7 @@ TEST(SimFatTree, websearch_30_window_and_hpcc_beside_dcqcn) {
   for (const Summary* s : {&w, &h}) {
     EXPECT_EQ(s->flows_completed, s->flows_total) << s->scheme;
     EXPECT_EQ(s->drops, 0u) << s->scheme;
+    EXPECT_EQ(s->ack_timeouts, 0u) << s->scheme;  // no window shrinks onto unacknowledged packets
   }
   EXPECT_GT(w.cnps_sent, 0u);
   EXPECT_EQ(h.ecn_marked, 0u);  // HPCC: no ECN, INT only
