@@ -14,6 +14,14 @@ namespace {
 // Bytes on an Ethernet link around the UDP payload: Ethernet header and FCS, IP, UDP.
 constexpr size_t kOverheadV4 = 14 + 4 + 20 + 8, kOverheadV6 = 14 + 4 + 40 + 8;
 
+// The QP's controller from DeviceConfig::rate_control, made on first use (connected QPs
+// only); null without a factory.
+RateControl* controller(Core& c, Qp& qp) {
+  if (c.config.rate_control == nullptr || qp.type == QpType::kUd) return nullptr;
+  if (!qp.cc.ctl) qp.cc.ctl = c.config.rate_control->make(qp.qpn);
+  return qp.cc.ctl.get();
+}
+
 }  // namespace
 
 uint8_t data_tos(const Core& c, uint8_t traffic_class) {
@@ -30,6 +38,11 @@ void cc_receive_cnp(Core& c, Qp* qp) {
     return;
   }
   ++c.ctr.rp_cnp_handled;
+  if (RateControl* ctl = controller(c, *qp)) {
+    ctl->on_cnp(c.now());
+    c.note_deadline(ctl->next_event_ns());
+    return;
+  }
   CongestionState& cc = qp->cc;
   if (!cc.rp) cc.rp = std::make_unique<Dcqcn>(c.config.cc);
   cc.rp->on_cnp(c.now());
@@ -62,23 +75,35 @@ void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from) {
 
 bool cc_pacer_holds(Core& c, Qp& qp) {
   CongestionState& cc = qp.cc;
-  if (!cc.rp) return false;
-  const uint64_t at = cc.rp->next_send_ns();
+  if (!cc.rp && !cc.ctl) return false;
+  const uint64_t at = cc.ctl ? cc.ctl->next_send_ns() : cc.rp->next_send_ns();
   if (at <= c.now()) return false;
   cc.pace_deadline = at;
   c.note_deadline(at);
   return true;
 }
 
+bool cc_window_holds(const Qp& qp, uint32_t in_flight_packets) {
+  const RateControl* ctl = qp.cc.ctl.get();
+  return ctl != nullptr && in_flight_packets > 0 &&
+         uint64_t{in_flight_packets} * qp.mtu() >= ctl->window_bytes();
+}
+
 bool cc_acks_every_packet(const Qp& qp, uint32_t bytes, uint64_t ack_timeout_ns) {
   const Dcqcn* rp = qp.cc.rp.get();
-  if (rp == nullptr || !rp->limited() || rp->rate_bps() <= 0 || ack_timeout_ns == 0)
-    return false;
-  const double interval_ns = kAckReqInterval * static_cast<double>(bytes) * 8e9 / rp->rate_bps();
+  const RateControl* ctl = qp.cc.ctl.get();
+  const double rate = ctl ? ctl->rate_bps() : rp && rp->limited() ? rp->rate_bps() : 0;
+  if (rate <= 0 || ack_timeout_ns == 0) return false;
+  const double interval_ns = kAckReqInterval * static_cast<double>(bytes) * 8e9 / rate;
   return interval_ns * 4 >= static_cast<double>(ack_timeout_ns);
 }
 
 void cc_on_sent(Core& c, Qp& qp, size_t bytes) {
+  if (RateControl* ctl = controller(c, qp)) {
+    ctl->on_sent(bytes + (qp.ip.ipv6 ? kOverheadV6 : kOverheadV4), c.now());
+    c.note_deadline(ctl->next_event_ns());
+    return;
+  }
   CongestionState& cc = qp.cc;
   if (!cc.rp) {
     if (!c.config.cc.enabled || !c.config.cc.pace_at_line_rate) return;
@@ -96,11 +121,13 @@ void cc_on_timer(Core& c, Qp& qp) {
     c.mark_tx_ready(qp);
   }
   if (cc.rp) cc.rp->advance(now);
+  if (cc.ctl) cc.ctl->advance(now);
 }
 
 uint64_t cc_deadline(const Qp& qp) {
   const CongestionState& cc = qp.cc;
   uint64_t next = cc.rp ? cc.rp->next_event_ns() : UINT64_MAX;
+  if (cc.ctl) next = std::min(next, cc.ctl->next_event_ns());
   if (cc.pace_deadline != 0) next = std::min(next, cc.pace_deadline);
   return next;
 }

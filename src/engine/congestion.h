@@ -1,6 +1,7 @@
 // Congestion control in the device (docs/protocol.md "Congestion control"): the ECN field of
 // outgoing packets, the notification point (CNPs for CE-marked packets) and the reaction
-// point's hooks (DCQCN per QP, dcqcn.h) in the requester and the timers.
+// point's hooks (DCQCN per QP, dcqcn.h, or a controller of rate_control.h) in the
+// requester and the timers.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +22,10 @@ void cc_receive_cnp(Core& c, Qp* qp);
 void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from);
 // True if the QP's pacer holds its next packet (a timer is armed for it).
 bool cc_pacer_holds(Core& c, Qp& qp);
-// True when DCQCN limits the QP so far that kAckReqInterval packets of `bytes` take a
+// True when the QP's controller (DeviceConfig::rate_control) has a window and
+// `in_flight_packets` of the path MTU fill it (none in flight: never).
+bool cc_window_holds(const Qp& qp, uint32_t in_flight_packets);
+// True when DCQCN (or the QP's controller) limits the QP so far that kAckReqInterval packets of `bytes` take a
 // quarter of the local ACK timeout or more: each packet then asks for its ACK, so that the
 // timer measures the path, not the QP's own slowness.
 bool cc_acks_every_packet(const Qp& qp, uint32_t bytes, uint64_t ack_timeout_ns);

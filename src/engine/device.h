@@ -9,6 +9,7 @@
 
 #include "engine/counters.h"
 #include "engine/dcqcn.h"
+#include "engine/rate_control.h"
 #include "engine/ports.h"
 #include "engine/types.h"
 
@@ -46,6 +47,9 @@ struct DeviceConfig {
   uint64_t unreliable_pace_bytes_per_us = 1000;
   // Congestion control: ECT(0) on data packets, CNPs for CE-marked ones, DCQCN per QP.
   DcqcnParams cc;
+  // Another congestion control in DCQCN's place (rate_control.h): each connected QP gets a
+  // controller from this factory, which outlives the device. Null (live mode): DCQCN.
+  RateControlFactory* rate_control = nullptr;
 };
 
 // The reaction point of one QP that has received a CNP (Device::qp_rates).
@@ -190,6 +194,8 @@ class Device {
   bool has_pending_tx() const;
   // The DCQCN state of every QP that has had a CNP (congestion.h), for the stats.
   void qp_rates(std::vector<QpRate>& out) const;
+  // The controller of QP `qpn` made by DeviceConfig::rate_control (null: none, or not yet).
+  RateControl* rate_control(uint32_t qpn) const;
 
   // Direct mode (DeviceConfig::direct). While held, engine calls leave the copies they
   // submit queued, so a burst of posts is copied in few system calls; direct_flush (and any

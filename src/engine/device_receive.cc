@@ -203,6 +203,11 @@ void Device::qp_rates(std::vector<QpRate>& out) const {
   }
 }
 
+RateControl* Device::rate_control(uint32_t qpn) const {
+  Qp* qp = impl_->find_qp(qpn);
+  return qp == nullptr ? nullptr : qp->cc.ctl.get();
+}
+
 bool Device::has_pending_tx() const {
   if (!impl_->core.direct_ops.empty()) return true;
   for (auto& [qpn, qp] : impl_->qps)

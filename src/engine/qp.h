@@ -10,6 +10,7 @@
 
 #include "engine/ack_queue.h"
 #include "engine/dcqcn.h"
+#include "engine/rate_control.h"
 #include "engine/ring.h"
 #include "engine/small_vec.h"
 #include "engine/types.h"
@@ -128,6 +129,8 @@ struct ResponderState {
 // made at its first CNP, and the notification point's CNP rate limit.
 struct CongestionState {
   std::unique_ptr<Dcqcn> rp;  // null until the first CNP: the QP sends unpaced
+  // With DeviceConfig::rate_control, the controller in DCQCN's place (rp stays null).
+  std::unique_ptr<RateControl> ctl;
   uint64_t pace_deadline = 0; // the requester waits for the pacer until then (0: it does not)
   uint64_t last_cnp_ns = 0;   // when this QP last sent a CNP
   bool cnp_sent = false;

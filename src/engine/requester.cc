@@ -87,7 +87,9 @@ void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span) {
 }
 
 // Sends packet k of a SEND / WRITE WQE. stop_after: the window or the device budget will
-// hold the QP after this packet, or DCQCN paces it too slowly for the ACK timer
+// hold the QP after this packet, or the controller's window (cc_window_holds) within the
+// next kAckReqInterval packets (a window that shrinks under packets in flight, none of
+// which asked for an ACK, would otherwise wait for the ACK timer), or DCQCN paces it too slowly for the ACK timer
 // (cc_acks_every_packet), so it must ask for an ACK (else none would come before the ACK
 // timer, the responder acknowledging only packets that ask).
 bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k, bool stop_after) {
@@ -398,6 +400,7 @@ bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
     r.cursor_pkt = 1;
   } else {
     const bool stop_after = in_flight + 1 >= send_window(c, qp) ||
+                            cc_window_holds(qp, in_flight + kAckReqInterval) ||
                             c.inflight - r.counted_inflight + in_flight + 2 > kDeviceWindow ||
                             cc_acks_every_packet(qp, qp.mtu(), ack_timeout_ns(qp.attr.timeout));
     if (!send_data_packet(c, qp, w, r.cursor_pkt, stop_after)) {
@@ -445,6 +448,7 @@ void requester_progress(Core& c, Qp& qp) {
     if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
     const uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
     if (in_flight >= send_window(c, qp) || !budget_allows(c, qp, in_flight, 1)) break;
+    if (cc_window_holds(qp, in_flight)) break;  // the controller's window (congestion.h)
     if (cc_pacer_holds(c, qp)) break;  // DCQCN's rate (congestion.h): a timer wakes the QP
     if (!w.started && !start_wqe(c, qp, w)) break;
     if (!send_request(c, qp, w, in_flight)) break;

@@ -1,9 +1,12 @@
 // The simulator's discrete-event core: the event queue (ordered by time, then by the order
-// of scheduling, so ties are deterministic), the virtual clock the engines read, and the
+// of scheduling, so ties are deterministic; a timing wheel), the virtual clock the engines read, and the
 // seeded random number generator (splitmix64).
 #pragma once
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdint>
-#include <queue>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/ports.h"
@@ -36,19 +39,47 @@ struct Event {
   uint64_t c = 0;
 };
 
+// A timing wheel of one-nanosecond slots over the next kWindow ns, with a heap beyond it.
+// The simulator only schedules at or after the time of the event it runs (std::logic_error
+// otherwise), and almost always within a few microseconds (a frame's serialisation and
+// propagation, a pacer's gap): such an event is appended to its instant's slot, and the
+// next event is the head of the first non-empty slot (a bitmap finds it). Later events wait
+// in a heap ordered by (time, scheduling order) and move into their slot, in that order,
+// as soon as the window reaches them, before anything else can be scheduled there; so the
+// events of one instant always leave in the order they were scheduled.
 class EventQueue {
  public:
+  static constexpr uint64_t kWindow = 8192;  // ns; a power of two
+
   void push(uint64_t time, EventKind kind, uint32_t a, uint32_t b = 0, uint64_t c = 0) {
-    heap_.push(Event{time, next_seq_++, kind, a, b, c});
+    if (time < now_) throw std::logic_error("sim: an event scheduled in the past");
+    const Event e{time, next_seq_++, kind, a, b, c};
+    ++size_;
+    if (time - now_ < kWindow) return to_slot(e);
+    far_.push_back(e);
+    std::push_heap(far_.begin(), far_.end(), Later{});
   }
-  bool empty() const { return heap_.empty(); }
-  const Event& top() const { return heap_.top(); }
+  bool empty() const { return size_ == 0; }
+  const Event& top() const {
+    if (!settled_) settle();
+    const Slot& s = slots_[cursor_];
+    return s.events[s.head];
+  }
   Event pop() {
-    Event e = heap_.top();
-    heap_.pop();
+    if (!settled_) settle();
+    Slot& s = slots_[cursor_];
+    const Event e = s.events[s.head++];
+    --size_;
+    if (s.head == s.events.size()) {
+      s.events.clear(), s.head = 0;
+      bits_[cursor_ / 64] &= ~(1ull << (cursor_ % 64));
+      --in_wheel_slots_;
+      settled_ = false;  // the next event is in another slot
+    }
     return e;
   }
   uint64_t scheduled() const { return next_seq_; }
+  size_t size() const { return size_; }
 
  private:
   struct Later {
@@ -56,7 +87,58 @@ class EventQueue {
       return x.time != y.time ? x.time > y.time : x.seq > y.seq;
     }
   };
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  struct Slot {
+    std::vector<Event> events;
+    size_t head = 0;
+  };
+
+  void to_slot(const Event& e) const {
+    const size_t i = e.time & (kWindow - 1);
+    if (slots_[i].events.empty()) {
+      bits_[i / 64] |= 1ull << (i % 64);
+      ++in_wheel_slots_;
+    }
+    slots_[i].events.push_back(e);
+  }
+  // Moves the window to the earliest event (the queue must not be empty): the cursor onto
+  // its slot, now_ to its time, and every far event the window now covers into its slot.
+  void settle() const {
+    if (in_wheel_slots_ == 0) {  // only far events: jump to the first of them
+      now_ = far_.front().time;
+      cursor_ = now_ & (kWindow - 1);
+    } else {
+      cursor_ = next_slot(now_ & (kWindow - 1));
+      now_ += (cursor_ - (now_ & (kWindow - 1))) & (kWindow - 1);
+    }
+    while (!far_.empty() && far_.front().time - now_ < kWindow) {
+      std::pop_heap(far_.begin(), far_.end(), Later{});
+      to_slot(far_.back());
+      far_.pop_back();
+    }
+    settled_ = true;
+  }
+  // The first non-empty slot at or after `from`, circularly (one exists).
+  size_t next_slot(size_t from) const {
+    constexpr size_t kWords = kWindow / 64;
+    size_t w = from / 64;
+    uint64_t word = bits_[w] & (~0ull << (from % 64));
+    for (size_t n = 0; word == 0 && n <= kWords; ++n) {
+      w = (w + 1) % kWords;
+      word = bits_[w];
+    }
+    return w * 64 + static_cast<size_t>(std::countr_zero(word));
+  }
+
+  mutable std::vector<Slot> slots_ = std::vector<Slot>(kWindow);
+  mutable std::array<uint64_t, kWindow / 64> bits_{};
+  mutable size_t in_wheel_slots_ = 0;
+  mutable size_t cursor_ = 0;
+  // The cursor is on the earliest event's slot and the far events it covers are in: true
+  // until that slot empties (what is scheduled meanwhile is at or after its time).
+  mutable bool settled_ = false;
+  mutable uint64_t now_ = 0;  // the time of the earliest event (the last one taken, or due)
+  mutable std::vector<Event> far_;  // a heap: events kWindow ns or more after now_
+  size_t size_ = 0;
   uint64_t next_seq_ = 0;
 };
 

@@ -2,6 +2,9 @@
 // moves back; the seeded generator repeats its stream for a seed and only for it.
 #include <gtest/gtest.h>
 
+#include <queue>
+#include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "sim/event_queue.h"
@@ -41,6 +44,48 @@ TEST(SimEventQueue, many_ties_keep_their_order) {
     ASSERT_GT(static_cast<int64_t>(e.a), last_a[e.time]);  // FIFO within one instant
     last_a[e.time] = e.a;
   }
+}
+
+// As the simulator uses it: each event taken schedules more at or after its time (ties
+// included, far and near); the order must be that of a heap on (time, scheduling order).
+TEST(SimEventQueue, matches_a_heap_on_time_then_order_under_interleaving) {
+  EventQueue q;
+  using Key = std::tuple<uint64_t, uint64_t, uint32_t>;  // time, seq, a
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> ref;
+  Rng rng(5);
+  uint64_t seq = 0;
+  for (uint32_t i = 0; i < 64; ++i) {
+    const uint64_t t = rng.next() % 5000;
+    q.push(t, EventKind::kArrive, i);
+    ref.emplace(t, seq++, i);
+  }
+  uint32_t next_a = 64;
+  for (int steps = 0; steps < 200000 && !ref.empty(); ++steps) {
+    ASSERT_FALSE(q.empty());
+    const Event e = q.pop();
+    const auto [t, s, a] = ref.top();
+    ref.pop();
+    ASSERT_EQ(e.time, t);
+    ASSERT_EQ(e.a, a);
+    const int more = steps < 150000 ? static_cast<int>(rng.next() % 3) : 0;
+    for (int k = 0; k < more; ++k) {
+      const uint64_t r = rng.next();
+      const uint64_t dt = r % 4 == 0 ? 0 : r % 4 == 1 ? r % 100 : r % 4 == 2 ? r % 100000 : r % (1ull << 40);
+      q.push(e.time + dt, EventKind::kTxDone, next_a);
+      ref.emplace(e.time + dt, seq++, next_a++);
+    }
+  }
+  EXPECT_TRUE(ref.empty());
+  EXPECT_TRUE(q.empty());
+}
+
+TEST(SimEventQueue, refuses_an_event_before_the_last_one_taken) {
+  EventQueue q;
+  q.push(100, EventKind::kArrive, 1);
+  q.pop();
+  EXPECT_THROW(q.push(99, EventKind::kArrive, 2), std::logic_error);
+  q.push(100, EventKind::kArrive, 3);
+  EXPECT_EQ(q.pop().a, 3u);
 }
 
 TEST(SimClock, moves_forward_only) {

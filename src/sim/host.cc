@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "wire/gid.h"
+#include "wire/headers.h"
 #include "wire/opcode.h"
 
 namespace vrnic::sim {
@@ -41,16 +42,41 @@ Host::Host(Network& net, Clock& clock, uint32_t port, uint32_t ipv4, const Devic
 void Host::send(std::span<const WirePacket> batch) {
   for (const WirePacket& w : batch) {
     Packet p;
+    p.bytes = net_.take_buffer();
     p.ip = w.ip;
     p.tos = w.tos;
     p.kind = w.kind;
     p.bytes.assign(w.data.begin(), w.data.end());
+    if (int_) add_int(p, w);
     if (ev_ != nullptr) {
       pending_.push_back(std::move(p));
     } else {
       net_.enqueue(port_, std::move(p));
     }
   }
+}
+
+namespace {
+uint64_t int_key(const std::array<uint8_t, 16>& ip, uint32_t qpn) {
+  const uint32_t v4 = uint32_t{ip[0]} << 24 | uint32_t{ip[1]} << 16 | uint32_t{ip[2]} << 8 | ip[3];
+  return uint64_t{v4} << 16 | (qpn & 0x3fff);
+}
+}  // namespace
+
+void Host::note_int(const Packet& p) {
+  if (p.telemetry && !wire::is_control(p.kind))
+    int_seen_[int_key(p.ip.src, p.ip.src_port)] = *p.telemetry;
+}
+
+// Data packets get an empty INT header for the switches to fill; an ACK the records last
+// seen from the QP it is for (its BTH's destination QP at its destination address).
+void Host::add_int(Packet& p, const WirePacket& w) {
+  if (p.kind == wire::PacketKind::kCnp || p.kind == wire::PacketKind::kCmMad) return;
+  p.telemetry = std::make_unique<IntRecord>();
+  wire::Bth bth;
+  if (p.kind != wire::PacketKind::kAck || !wire::parse_bth(w.data, bth)) return;
+  const auto it = int_seen_.find(int_key(w.ip.dst, bth.dest_qp));
+  if (it != int_seen_.end()) *p.telemetry = it->second;
 }
 
 void Host::hold(uint64_t delay_ns) {

@@ -74,6 +74,12 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   // When each ATOMIC ACKNOWLEDGE left the NIC, oldest first.
   const std::vector<uint64_t>& atomic_acks_out() const { return atomic_acks_out_; }
 
+  // HPCC's NIC: with INT on, each data packet the engine sends carries an INT header, and
+  // each ACK echoes the records of the last data packet received from the QP it answers.
+  void set_int(bool on) { int_ = on; }
+  // A data packet with INT received: its records kept for the ACKs to that sender's QP.
+  void note_int(const Packet& p);
+
   engine::Device& dev() { return *dev_; }
   engine::Cq* cq() { return cq_; }
   // The engine's timer as the event queue knows it: when it is armed and its generation.
@@ -89,6 +95,10 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   std::vector<Packet> pending_;  // sent by the engine call under way
   std::deque<std::pair<uint64_t, Packet>> held_;  // (release time, packet), in time order
   std::vector<uint64_t> atomic_acks_out_;
+  bool int_ = false;
+  // By the sender's IPv4 << 16 | its QPN's low 14 bits (its UDP source port, source_port_for).
+  std::unordered_map<uint64_t, IntRecord> int_seen_;
+  void add_int(Packet& p, const engine::WirePacket& w);
   std::unique_ptr<engine::Device> dev_;
   engine::Pd* pd_ = nullptr;
   engine::Cq* cq_ = nullptr;

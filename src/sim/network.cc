@@ -175,6 +175,7 @@ void Network::try_send(uint32_t port) {
   const uint64_t now = clock_.now_ns();
   if (now >= stats_from_) out.tc_bytes[qos.prio_to_tc[prio]] += p.wire_bytes();
   const uint64_t ser = serialize_ns(p.wire_bytes(), out.rate_bps);
+  out.tx_bytes += p.wire_bytes();
   out.busy = true;
   ++out.tx_packets;
   out.in_flight.push_back(std::move(p));
@@ -193,20 +194,29 @@ void Network::leave_switch(Port& out, const Node& sw, Packet& p) {
   }
   // RED marks ECN-capable packets (RFC 3168), never an ACK or a CNP.
   if ((p.tos & 0x3) != 0 && (p.tos & 0x3) != 0x3 && !wire::is_control(p.kind) &&
-      red_mark(sw.sw.red, out.queue_bytes)) {
+      red_mark(sw.sw.red, out.queue_bytes, out.rate_bps)) {
     p.tos |= 0x3;  // CE (RFC 3168)
     ++out.marked;
   }
+  // HPCC's INT (the HPCC simulator's switch at dequeue): time, bytes sent before this
+  // packet, the queue it leaves behind, the link rate.
+  if (sw.sw.int_telemetry && p.telemetry && !wire::is_control(p.kind))
+    p.telemetry->push({now, out.tx_bytes, out.queue_bytes, out.rate_bps});
   release_ingress(sw, p);
 }
 
 // RED as DCQCN uses it: no mark up to Kmin, a probability rising linearly to Pmax at Kmax,
 // always above Kmax.
-bool Network::red_mark(const RedParams& red, uint64_t q) {
-  if (!red.enabled || q <= red.kmin) return false;
-  if (q > red.kmax) return true;
-  const double p = red.pmax * static_cast<double>(q - red.kmin) /
-                   static_cast<double>(red.kmax - red.kmin);
+bool Network::red_mark(const RedParams& red, uint64_t q, double rate_bps) {
+  if (!red.enabled) return false;
+  uint64_t kmin = red.kmin, kmax = red.kmax;
+  if (red.per_rate_bps > 0) {
+    kmin = static_cast<uint64_t>(static_cast<double>(kmin) * rate_bps / red.per_rate_bps);
+    kmax = static_cast<uint64_t>(static_cast<double>(kmax) * rate_bps / red.per_rate_bps);
+  }
+  if (q <= kmin) return false;
+  if (q > kmax) return true;
+  const double p = red.pmax * static_cast<double>(q - kmin) / static_cast<double>(kmax - kmin);
   return rng_.uniform() < p;
 }
 

@@ -7,11 +7,14 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/ports.h"
+#include "engine/ring.h"
+#include "sim/congestion.h"
 #include "sim/event_queue.h"
 #include "sim/mmu.h"
 #include "sim/qos.h"
@@ -24,6 +27,21 @@ inline constexpr uint32_t kNone = UINT32_MAX;
 inline constexpr uint64_t kFrameOverhead = 20 + 18 + 20 + 8;
 inline constexpr uint64_t kPauseFrameBytes = 64 + 20;  // a PFC frame: minimum frame + gap
 
+// An owning pointer that copies what it points to (a Packet stays copyable).
+template <typename T>
+struct DeepPtr : std::unique_ptr<T> {
+  using std::unique_ptr<T>::unique_ptr;
+  using std::unique_ptr<T>::operator=;
+  DeepPtr() = default;
+  DeepPtr(DeepPtr&&) noexcept = default;
+  DeepPtr& operator=(DeepPtr&&) noexcept = default;
+  DeepPtr(const DeepPtr& o) : std::unique_ptr<T>(o ? std::make_unique<T>(*o) : nullptr) {}
+  DeepPtr& operator=(const DeepPtr& o) {
+    this->reset(o ? new T(*o) : nullptr);
+    return *this;
+  }
+};
+
 struct Packet {
   wire::IpUdpInfo ip;
   uint8_t tos = 0;
@@ -32,7 +50,12 @@ struct Packet {
   uint32_t dst_node = kNone;  // the destination host's node, found once at the sending NIC
   std::vector<uint8_t> bytes;  // the UDP payload: BTH .. ICRC
   wire::PacketKind kind = wire::PacketKind::kRequest;  // as the sending engine stamped it
-  uint64_t wire_bytes() const { return bytes.size() + kFrameOverhead; }
+  // HPCC: the INT header (kIntHeaderBytes more on the wire) and the records in it, stamped
+  // by the switches on a data packet, echoed by the receiver's NIC in its ACK. Null: none.
+  DeepPtr<IntRecord> telemetry;
+  uint64_t wire_bytes() const {
+    return bytes.size() + kFrameOverhead + (telemetry ? kIntHeaderBytes : 0);
+  }
 };
 
 uint64_t serialize_ns(uint64_t wire_bytes, double rate_bps);
@@ -41,6 +64,9 @@ struct RedParams {
   bool enabled = true;
   uint64_t kmin = 5'000, kmax = 200'000;  // bytes of queue left behind at dequeue
   double pmax = 0.01;
+  // Non-zero: kmin and kmax are for a port of this rate and scale with a port's rate (the
+  // HPCC simulator's KMIN_MAP / KMAX_MAP: 400 KB / 1600 KB at 100 Gb/s, 4x at 400 Gb/s).
+  double per_rate_bps = 0;
 };
 
 // The PFC watchdog (as SONiC's): an egress queue paused without a break for detect_ns is
@@ -85,13 +111,14 @@ struct SwitchParams {
   QosParams qos;
   WatchdogParams watchdog;
   std::vector<DropRule> drop;
+  bool int_telemetry = false;  // stamp an INT record on each data packet that carries INT
 };
 
 struct Port {
   uint32_t node = kNone, peer = kNone;  // the owning node; the port at the link's far end
   double rate_bps = 0;
   uint64_t delay_ns = 0;
-  std::array<std::deque<Packet>, kPriorities> queue;
+  std::array<engine::Ring<Packet>, kPriorities> queue;
   uint64_t queue_bytes = 0;           // all priorities
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
   std::array<uint64_t, kPriorities> pause_until{};  // when that PAUSE's quanta run out
@@ -99,18 +126,19 @@ struct Port {
   std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
   EtsState ets;
   bool busy = false;
-  std::deque<Packet> in_flight;  // serialised or on the wire, oldest first
+  engine::Ring<Packet> in_flight;  // serialised or on the wire, oldest first
   // Ingress side (switch ports, and a NIC's receive buffer): bytes of the packets that came
   // in here, still buffered; whether an XOFF stands, and which one is being refreshed.
   std::array<uint64_t, kPriorities> ingress_bytes{};
   std::array<bool, kPriorities> pause_sent{};
   std::array<uint64_t, kPriorities> xoff_gen{};
-  std::deque<Packet> rx;  // a NIC's receive buffer, oldest first (NicRxParams)
+  engine::Ring<Packet> rx;  // a NIC's receive buffer, oldest first (NicRxParams)
   uint64_t rx_bytes = 0;
   bool rx_busy = false;
   std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
   uint64_t mmu_headroom = 0;
   // Counters.
+  uint64_t tx_bytes = 0;  // wire bytes sent (INT's txBytes)
   uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
   std::array<uint64_t, kPriorities> pauses_by_prio{};  // XOFF frames (refreshes too)
   std::array<uint64_t, kPriorities> resumes_by_prio{};  // XON frames
@@ -160,6 +188,18 @@ class Network {
 
   // A packet into a port's egress queue (a host's NIC, or a switch after routing).
   void enqueue(uint32_t port, Packet&& p);
+  // Packet buffers are reused: a sender takes one (empty, with the capacity of a packet
+  // that has ended), a receiver gives back the bytes of a packet it is done with.
+  std::vector<uint8_t> take_buffer() {
+    if (spare_.empty()) return {};
+    std::vector<uint8_t> b = std::move(spare_.back());
+    spare_.pop_back();
+    return b;
+  }
+  void give_back(std::vector<uint8_t>&& b) {
+    b.clear();
+    if (spare_.size() < 4096) spare_.push_back(std::move(b));
+  }
   // kTxDone, kArrive, kPause, kPauseExpire, kPfcRefresh, kNicRx, kWatchdog, kRestore
   void handle(const Event& e);
 
@@ -201,7 +241,7 @@ class Network {
   void mmu_release(Node& sw, uint32_t port, const Packet& p);
   void leave_switch(Port& out, const Node& sw, Packet& p);
   void release_ingress(const Node& sw, const Packet& p);
-  bool red_mark(const RedParams& red, uint64_t queue_left);
+  bool red_mark(const RedParams& red, uint64_t queue_left, double rate_bps);
   void send_pfc(uint32_t port, uint8_t prio, bool pause);
   void on_refresh(uint32_t port, uint8_t prio, uint64_t gen);
   void on_pause(uint32_t port, uint8_t prio, uint16_t quanta);
@@ -223,6 +263,7 @@ class Network {
   std::unordered_map<uint32_t, uint32_t> host_by_ipv4_;
   std::vector<Port> ports_;
   uint64_t stats_from_ = 0;
+  std::vector<std::vector<uint8_t>> spare_;  // take_buffer / give_back
 };
 
 uint32_t ipv4_of_packet(const Packet& p);

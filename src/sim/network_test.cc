@@ -95,6 +95,26 @@ TEST(SimNetwork, serialisation_and_delay_through_a_store_and_forward_switch) {
   EXPECT_EQ(g.rec.got[2].time - g.rec.got[1].time, slow);
 }
 
+// Thresholds given for 10 Gb/s apply a tenth as large at the 1 Gb/s port (the HPCC
+// simulator's per-rate KMIN/KMAX maps): the same marks as thresholds of 20 and 60 frames.
+TEST(SimNetwork, red_thresholds_scale_with_the_port_rate) {
+  const uint64_t w = 1000 + kFrameOverhead;
+  SwitchParams sp;
+  sp.red = {true, 10 * (20 * w + w / 2), 10 * (60 * w + w / 2), 0.5, 10e9};
+  Fabric f(sp, 100e9, 1e9, 100);
+  f.send(100, 1000, 0x02);
+  f.run();
+  ASSERT_EQ(f.rec.got.size(), 100u);
+  for (uint32_t k = 1; k < 100; ++k) {
+    const uint64_t left = (99 - k) * w;
+    const bool ce = (f.rec.got[k].tos & 3) == 3;
+    if (left <= 20 * w) EXPECT_FALSE(ce) << k;
+    if (left > 61 * w) EXPECT_TRUE(ce) << k;
+  }
+  EXPECT_GE(f.switch_port_to_b().marked, 38u);
+  EXPECT_LT(f.switch_port_to_b().marked, 78u);
+}
+
 // 100 packets burst from 100 Gb/s into 1 Gb/s: the k-th to leave (k >= 1) leaves
 // (99 - k) frames behind it. Kmin 20 frames, Kmax 60 frames (plus half a frame).
 TEST(SimNetwork, red_marks_never_below_kmin_always_above_kmax_only_ect_data) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ struct QosParams {
   // ETS: a class's share of the link in percent; 0 makes it a strict-priority class, served
   // before every ETS class (higher class first). All 0 (the default): strict priority.
   std::array<uint8_t, kPriorities> ets_share{};
+  bool all_strict() const {  // no class has an ETS share: strict priority by class
+    uint64_t v;
+    std::memcpy(&v, ets_share.data(), sizeof v);
+    return v == 0;
+  }
   uint8_t pfc_priorities = 0xff;  // bit n: PFC on priority n (sent and honoured)
   bool willing = true;            // DCBX (NICs only): take the switch's settings
 
@@ -41,6 +47,12 @@ struct EtsState {
 // highest class first); within a class the highest priority.
 template <typename Head>
 int pick_priority(const QosParams& q, EtsState& s, Head head) {
+  if (q.all_strict()) {  // the common case, in one pass: no class keeps credit
+    int best = -1, best_tc = -1;
+    for (int p = kPriorities - 1; p >= 0; --p)
+      if (q.prio_to_tc[p] > best_tc && head(p) > 0) best = p, best_tc = q.prio_to_tc[p];
+    return best;
+  }
   std::array<int, kPriorities> best;   // per class: its highest priority with a frame
   std::array<uint64_t, kPriorities> size{};
   best.fill(-1);

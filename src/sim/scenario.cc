@@ -103,6 +103,7 @@ void parse_switch(const json& j, SwitchParams& s) {
     get(e, "kmin", s.red.kmin);
     get(e, "kmax", s.red.kmax);
     get(e, "pmax", s.red.pmax);
+    if (e.contains("per_gbps")) get_gbps(e, "per_gbps", s.red.per_rate_bps);
     if (s.red.kmax <= s.red.kmin) throw std::runtime_error("scenario: ecn kmax must be > kmin");
   }
   if (j.contains("pfc")) {
@@ -157,6 +158,8 @@ void parse_nic(const json& j, NicParams& n) {
   get(j, "wqes_in_flight", n.wqes_in_flight);
   get(j, "ack_timeout", n.ack_timeout);
   get(j, "cc", n.cc);
+  if (j.contains("scheme")) n.scheme = parse_scheme(j["scheme"].get<std::string>());
+  get(j, "cc_window_bytes", n.cc_window_bytes);
   if (j.contains("qos")) parse_qos(j["qos"], n.qos);
   if (j.contains("pcie")) {
     const json& p = j["pcie"];
@@ -192,6 +195,16 @@ void parse_dcqcn(const json& j, engine::DcqcnParams& d) {
   get(j, "byte_reset", d.byte_reset);
   get(j, "threshold", d.threshold);
   get(j, "min_time_between_cnps_ns", d.min_time_between_cnps_ns);
+}
+
+void parse_hpcc(const json& j, HpccParams& h) {
+  get(j, "eta", h.eta);
+  get(j, "max_stage", h.max_stage);
+  get(j, "ai_rate_bps", h.ai_rate_bps);
+  get(j, "min_rate_bps", h.min_rate_bps);
+  get(j, "base_rtt_ns", h.base_rtt_ns);
+  if (!(h.eta > 0 && h.eta <= 1)) throw std::runtime_error("scenario: hpcc eta must be in (0, 1]");
+  if (h.min_rate_bps <= 0) throw std::runtime_error("scenario: hpcc min_rate_bps must be > 0");
 }
 
 // A 64-bit operand: a JSON number, or a string in hex ("0x...") for values past 2^53.
@@ -386,6 +399,7 @@ Scenario parse_scenario(const std::string& text) {
   if (j.contains("switch")) parse_switch(j["switch"], s.sw);
   if (j.contains("nic")) parse_nic(j["nic"], s.nic);
   if (j.contains("dcqcn")) parse_dcqcn(j["dcqcn"], s.dcqcn);
+  if (j.contains("hpcc")) parse_hpcc(j["hpcc"], s.hpcc);
   if (j.contains("flows"))
     for (const json& f : j["flows"]) parse_flow(f, s, s.flows);
   if (j.contains("traffic"))

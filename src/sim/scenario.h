@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/dcqcn.h"
+#include "sim/congestion.h"
 #include "sim/network.h"
 #include "sim/traffic.h"
 
@@ -18,6 +19,9 @@ struct NicParams {
   uint32_t wqes_in_flight = 16;         // WRITEs of 64 KiB a flow keeps posted
   uint8_t ack_timeout = 10;             // local ACK timeout exponent: 4.096 us * 2^n
   bool cc = true;                       // ECN + DCQCN (DcqcnParams::enabled)
+  // The congestion control: the engine's DCQCN, DCQCN+w or HPCC (congestion.h).
+  CcScheme scheme = CcScheme::kDcqcn;
+  uint64_t cc_window_bytes = 0;         // DCQCN+w's window at line rate; 0: one BDP
   QosParams qos;                        // DCB settings (willing: the switch's apply)
   // PCIe timing of the NIC (docs/sim.md "NIC model"); off: the engine's work takes no time.
   bool pcie = false;
@@ -50,6 +54,7 @@ struct Scenario {
   SwitchParams sw;
   NicParams nic;
   engine::DcqcnParams dcqcn;  // line_rate_bps is set from the host link
+  HpccParams hpcc;
   std::vector<FlowSpec> flows;
   std::vector<PoissonTraffic> traffic;  // generated at the run, from the seed
   uint64_t duration_ns = 100'000'000;  // the simulation stops here at the latest

@@ -23,10 +23,10 @@ struct MessageWire {
 // The wire bytes of one message of `m` bytes in packets of `mtu`: each packet's payload,
 // BTH, ICRC and framing, and the verb's extra headers: RETH on a WRITE's (or an atomic's)
 // first packet, DETH on every UD packet, AETH on a READ response's first and last, ImmDt
-// on the last packet of a WRITE with immediate.
-MessageWire message_wire(const FlowSpec& f, uint64_t m, uint64_t mtu, bool imm) {
+// on the last packet of a WRITE with immediate; `int_bytes` of INT header on each (HPCC).
+MessageWire message_wire(const FlowSpec& f, uint64_t m, uint64_t mtu, bool imm, uint64_t int_bytes) {
   const uint64_t n = std::max<uint64_t>(1, (m + mtu - 1) / mtu);
-  const uint64_t hdr = kHeaderBytes + kFrameOverhead +
+  const uint64_t hdr = kHeaderBytes + kFrameOverhead + int_bytes +
                        (f.transport == Transport::kUd ? kDethBytes : 0);
   MessageWire w{std::min(m, mtu) + hdr, m + n * hdr};
   if (f.verb == Verb::kWrite || f.verb == Verb::kFaa) w.first += kRethBytes, w.total += kRethBytes;
@@ -43,6 +43,7 @@ Simulator::Simulator(const Scenario& sc) : sc_(sc), net_(ev_, clock_, sc.seed) {
       sc_.flows.push_back(f);
   net_.set_sink(this);
   net_.set_stats_from(sc_.stats_from_ns);
+  sc_.sw.int_telemetry = sc_.nic.scheme == CcScheme::kHpcc;
   build_topology();
   build_flows();
 }
@@ -98,10 +99,11 @@ uint64_t Simulator::ideal_fct(const Flow& f) const {
   const bool read = s.verb == Verb::kRead;
   const uint32_t from = read ? s.dst : s.src, to = read ? s.src : s.dst;
   uint64_t wire = 0, first = 0;
+  const uint64_t int_bytes = sc_.nic.scheme == CcScheme::kHpcc ? kIntHeaderBytes : 0;
   for (uint64_t off = 0; off < s.bytes; off += f.msg_bytes) {
     const uint64_t m = std::min<uint64_t>(f.msg_bytes, s.bytes - off);
     const bool imm = s.transport == Transport::kUc && s.verb == Verb::kWrite && off + m >= s.bytes;
-    const MessageWire w = message_wire(s, m, sc_.nic.mtu, imm);
+    const MessageWire w = message_wire(s, m, sc_.nic.mtu, imm, int_bytes);
     if (off == 0) first = w.first;
     wire += w.total;
   }
@@ -109,9 +111,10 @@ uint64_t Simulator::ideal_fct(const Flow& f) const {
   for (uint32_t p : net_.path(host_node_[from], host_node_[to]))
     min_rate = std::min(min_rate, net_.port(p).rate_bps);
   double t = static_cast<double>(sc_.nic.processing_delay_ns + nic_cost(f));
-  if (read) t += leg_ns(s.src, s.dst, kHeaderBytes + kRethBytes + kFrameOverhead);
+  if (read) t += leg_ns(s.src, s.dst, kHeaderBytes + kRethBytes + kFrameOverhead + int_bytes);
   t += leg_ns(from, to, first) + (wire - first) * 8e9 / min_rate;
-  if (s.transport == Transport::kRc && !read) t += leg_ns(s.dst, s.src, kAckBytes + kFrameOverhead);
+  if (s.transport == Transport::kRc && !read)
+    t += leg_ns(s.dst, s.src, kAckBytes + kFrameOverhead + int_bytes);
   return static_cast<uint64_t>(t);
 }
 
@@ -122,8 +125,10 @@ void Simulator::deliver(uint32_t node, Packet&& p) {
   const uint32_t h = host_of_node_.at(node);
   count_delivered(h, p);
   Host& host = *hosts_[h];
+  if (p.telemetry) feed_int(host, p);
   const WirePacket w{p.ip, p.tos, p.bytes};
   const Device::ReceiveResult r = host.dev().receive(std::span<const WirePacket>(&w, 1));
+  net_.give_back(std::move(p.bytes));  // the engine copied what it keeps
   if (r.atomic_requests > 0) atomic_in_[h].push_back(clock_.now_ns());
   if (!sc_.nic.pcie) return service(h, false);
   uint64_t cost = sc_.nic.rx_pipeline_ns;
@@ -134,6 +139,16 @@ void Simulator::deliver(uint32_t node, Packet&& p) {
   }
   host.hold(cost);
   service(h, false);
+}
+
+// HPCC's INT at a host: a data packet's records kept for the ACKs that answer it; an ACK's
+// given to the sending QP's controller (before the engine sees the ACK and sends more).
+void Simulator::feed_int(Host& host, const Packet& p) {
+  if (p.kind != wire::PacketKind::kAck) return host.note_int(p);
+  wire::Bth bth;
+  if (!wire::parse_bth(p.bytes, bth)) return;
+  if (auto* hpcc = dynamic_cast<Hpcc*>(host.dev().rate_control(bth.dest_qp)))
+    hpcc->on_ack(bth.psn, *p.telemetry, clock_.now_ns());
 }
 
 // Bytes of a long flow's data packets (not ACKs, atomic ACKs or CNPs) reaching the QP they
@@ -152,7 +167,7 @@ void Simulator::count_delivered(uint32_t host, const Packet& p) {
 // A timer still due right after on_timer ran goes 1 ns later, so time always moves on.
 void Simulator::service(uint32_t i, bool after_timer) {
   Host& h = *hosts_[i];
-  WorkCompletion wc[64];
+  WorkCompletion* wc = wc_buf_.data();  // not a local array: its 64 constructors per call
   const bool defer = sc_.nic.pcie && sc_.nic.cqe_write_ns > 0;
   for (int n; (n = h.dev().poll_cq(h.cq(), wc, 64)) > 0;)
     for (int k = 0; k < n; ++k) defer ? defer_cqe(i, wc[k]) : on_completion(wc[k]);

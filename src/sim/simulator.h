@@ -55,6 +55,7 @@ struct PfcRecord {
 
 struct Summary {
   std::string scenario;
+  std::string scheme;  // the congestion control: "dcqcn", "dcqcn+w" or "hpcc"
   uint64_t seed = 0, sim_time_ns = 0, events = 0;
   double wall_s = 0;
   uint64_t flows_total = 0, flows_completed = 0, flows_failed = 0;
@@ -130,6 +131,7 @@ class Simulator : private HostSink {
   void build_ring();
   void build_clos();
   void build_hosts();
+  CcPath cc_path() const;
   void build_flows();
   uint64_t ideal_fct(const Flow& f) const;
   uint64_t nic_cost(const Flow& f) const;
@@ -175,6 +177,10 @@ class Simulator : private HostSink {
   // NIC model: CQEs the engine wrote, visible to the client from the time given.
   std::vector<std::deque<std::pair<uint64_t, engine::WorkCompletion>>> pending_cqes_;
   void sample_queues();
+  CcPath cc_path_;  // DCQCN+w, HPCC: base RTT and BDP (cc_path)
+  std::unique_ptr<SchemeFactory> rate_control_;  // the engines' controllers (not DCQCN)
+  void feed_int(Host& host, const Packet& p);
+  std::vector<engine::WorkCompletion> wc_buf_ = std::vector<engine::WorkCompletion>(64);
 };
 
 }  // namespace vrnic::sim

@@ -37,6 +37,7 @@ const std::vector<std::string>& size_buckets() {
 Summary Simulator::summarise(uint64_t events, double wall_s) {
   Summary s;
   s.scenario = sc_.name;
+  s.scheme = scheme_name(sc_.nic.scheme);
   s.seed = sc_.seed;
   s.sim_time_ns = clock_.now_ns();
   s.events = events;
@@ -151,6 +152,7 @@ void Simulator::summarise_ets(Summary& s) const {
 std::string summary_json(const Summary& s, bool with_wall) {
   nlohmann::ordered_json j;
   j["scenario"] = s.scenario;
+  j["scheme"] = s.scheme;
   j["seed"] = s.seed;
   j["sim_time_ns"] = s.sim_time_ns;
   j["events"] = s.events;

@@ -72,6 +72,21 @@ void Simulator::build_clos() {
   build_hosts();
 }
 
+// The base RTT and BDP the schemes use, as the HPCC simulator's GLOBAL_T: the longest of
+// every host pair's, each the propagation both ways plus one full data packet's
+// serialisation on every hop out and one ACK's on every hop back.
+CcPath Simulator::cc_path() const {
+  CcPath c;
+  c.line_rate_bps = sc_.host_rate_bps;
+  const uint64_t data = sc_.nic.mtu + 16 + 16 + kFrameOverhead, ack = 20 + kFrameOverhead;
+  const uint32_t n = sc_.host_count();
+  for (uint32_t a = 0; a < n; ++a)
+    for (uint32_t b = a + 1; b < n; ++b)
+      c.base_rtt_ns = std::max(c.base_rtt_ns, leg_ns(a, b, data) + leg_ns(b, a, ack));
+  c.bdp_bytes = static_cast<uint64_t>(c.line_rate_bps / 8e9 * static_cast<double>(c.base_rtt_ns));
+  return c;
+}
+
 void Simulator::build_hosts() {
   const uint32_t n = sc_.host_count();
   DeviceConfig cfg;
@@ -82,6 +97,14 @@ void Simulator::build_hosts() {
   cfg.cc.pacer_burst_ns = 0;        // in virtual time nobody wakes late
   cfg.send_window_bytes = sc_.nic.send_window_bytes;
   cfg.unreliable_pace_bytes_per_us = 0;  // the link serialises; DCQCN paces UC
+  const bool hpcc = sc_.nic.scheme == CcScheme::kHpcc;
+  if (sc_.nic.scheme != CcScheme::kDcqcn) {
+    cc_path_ = cc_path();
+    if (sc_.nic.cc_window_bytes != 0) cc_path_.bdp_bytes = sc_.nic.cc_window_bytes;
+    rate_control_ = std::make_unique<SchemeFactory>(sc_.nic.scheme, cfg.cc, sc_.hpcc, cc_path_);
+    cfg.rate_control = rate_control_.get();
+    if (hpcc) cfg.cc.enabled = false;  // HPCC needs no ECN: packets leave not ECN-capable
+  }
   std::vector<uint64_t> sending(n, 0);  // flows each host sends (its CQ's share)
   for (const FlowSpec& f : sc_.flows) ++sending[f.src];
   for (uint32_t i = 0; i < n; ++i) {
@@ -91,6 +114,7 @@ void Simulator::build_hosts() {
     hosts_.push_back(std::make_unique<Host>(net_, clock_, net_.host_port(host_node_[i]),
                                             ipv4_of_host(i), cfg, cq_entries));
     if (sc_.nic.pcie) hosts_.back()->set_nic_timing(&ev_, i);
+    hosts_.back()->set_int(hpcc);
   }
 }
 

@@ -1,10 +1,15 @@
 // `vrnic sim`: list the built-in scenarios; run one (or a JSON file) in virtual time and
-// print its summary, optionally into DIR/summary.json (docs/sim.md).
+// print its summary, optionally into DIR/summary.json; sweep a grid of them under MPI
+// (vrnic-sim-sweep) (docs/sim.md).
 #include <spawn.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,24 +18,15 @@
 #include <stdexcept>
 
 #include "sim/simulator.h"
+#include "sim/sweep.h"
 #include "tools/commands.h"
 
 namespace vrnic::tools {
 namespace {
 
-std::string scenario_text(const std::string& name_or_file) {
-  if (const char* text = sim::builtin_text(name_or_file)) return text;
-  std::ifstream in(name_or_file);
-  if (!in)
-    throw std::runtime_error("no built-in scenario or readable file \"" + name_or_file + "\"");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void print_summary(const sim::Summary& s) {
-  std::printf("%s: seed %llu, %.3f ms simulated, %llu events in %.2f s (%.0f events/s)\n",
-              s.scenario.c_str(), (unsigned long long)s.seed, s.sim_time_ns / 1e6,
+  std::printf("%s: %s, seed %llu, %.3f ms simulated, %llu events in %.2f s (%.0f events/s)\n",
+              s.scenario.c_str(), s.scheme.c_str(), (unsigned long long)s.seed, s.sim_time_ns / 1e6,
               (unsigned long long)s.events, s.wall_s, s.wall_s > 0 ? s.events / s.wall_s : 0.0);
   std::printf("flows %llu/%llu completed (%llu failed); drops %llu, PFC pauses %llu, "
               "ECN marks %llu, CNPs %llu, retransmitted %llu\n",
@@ -89,6 +85,20 @@ void make_plots(const std::string& dir) {
     std::fprintf(stderr, "vrnic sim: no plots (see above)\n");
 }
 
+// `vrnic sim sweep`: vrnic-sim-sweep beside this executable, in this process's place (so
+// that under mpirun it is the rank), with the same arguments. Only it links MPI
+// (docs/dependencies.md).
+int run_sweep(const SimOptions& o) {
+  const std::string exe = self_dir() + "/vrnic-sim-sweep";
+  std::vector<std::string> args = {exe, o.scenario, "--out", o.out};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(exe.c_str(), argv.data());
+  std::fprintf(stderr, "vrnic sim sweep: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+  return 1;
+}
+
 }  // namespace
 
 int cmd_sim(const SimOptions& o) {
@@ -100,9 +110,12 @@ int cmd_sim(const SimOptions& o) {
     return 0;
   }
   try {
-    sim::Scenario sc = sim::parse_scenario(scenario_text(o.scenario));
-    if (o.seed_set) sc.seed = o.seed;
+    if (o.sweep) return run_sweep(o);
+    sim::Scenario sc = sim::parse_scenario(sim::scenario_text(o.scenario));
     if (sc.name.empty()) sc.name = std::filesystem::path(o.scenario).stem().string();
+    sim::apply_cell(sc, o.load > 0 ? std::optional<double>(o.load) : std::nullopt,
+                    o.scheme.empty() ? std::nullopt : std::optional<std::string>(o.scheme),
+                    o.seed_set ? std::optional<uint64_t>(o.seed) : std::nullopt);
     sim::Simulator simulator(sc);
     if (!o.out.empty()) {
       simulator.record_series(std::max<uint64_t>(1000, sc.duration_ns / 1000));

@@ -31,6 +31,9 @@ struct SimOptions {
   bool seed_set = false;  // --seed given: it replaces the scenario's
   std::string out;        // directory for summary.json ("" = none)
   std::string pcap;       // hosts to capture into DIR/host-<i>.pcap: "all" or "0,3,5-7"
+  std::string scheme;     // congestion control replacing the scenario's ("" = its own)
+  double load = 0;        // every traffic entry's load (0 = the scenario's own)
+  bool sweep = false;     // `sim sweep SPEC --out DIR`: scenario is the sweep file
 };
 int cmd_sim(const SimOptions& o);
 

@@ -6,8 +6,11 @@
   queues.png        the switch queues over time: the five ports that held the most
   rates.png         the long flows' delivered rates over time (if the run had long flows)
 
-Usage: sim-plots.py DIR (share/vrnic/ in the build tree and installed). Exits 2 if matplotlib
-is not installed.
+With --sweep DIR (vrnic sim sweep's rank 0): DIR/sweep.csv gives sweep-<scenario>.png per
+scenario and load: each size bucket's p50, p95 and p99 slowdown per scheme (mean over seeds).
+
+Usage: sim-plots.py DIR | --sweep DIR (share/vrnic/ in the build tree and installed). Exits 2
+if matplotlib is not installed.
 """
 import csv
 import os
@@ -73,8 +76,41 @@ def plot_series(plt, d, name, key, value, label, top=5):
     return True
 
 
+def plot_sweep(plt, d):
+    groups = defaultdict(lambda: defaultdict(list))  # (scenario, load) -> scheme -> rows
+    for r in rows(os.path.join(d, "sweep.csv")):
+        if r.get("events"):
+            groups[(r["scenario"], r["load"])][r["scheme"]].append(r)
+    made = []
+    for (scenario, load), by_scheme in sorted(groups.items()):
+        fig, axes = plt.subplots(1, 3, figsize=(12, 3.8), sharey=True)
+        for ax, q in zip(axes, ("p50", "p95", "p99")):
+            for scheme, rs in sorted(by_scheme.items()):
+                xs, ys = [], []
+                for i, (_, _, name) in enumerate(BUCKETS):
+                    v = [float(r[f"{name}_{q}"]) for r in rs if r.get(f"{name}_{q}")]
+                    if v:
+                        xs.append(i)
+                        ys.append(sum(v) / len(v))
+                ax.plot(xs, ys, "o-", label=scheme)
+            ax.set_xticks(range(len(BUCKETS)), [b[2] for b in BUCKETS], fontsize=8)
+            ax.set_yscale("log")
+            ax.set_title(q)
+        axes[0].set_ylabel("FCT slowdown")
+        axes[0].legend()
+        title = scenario + (f", load {load}" if load else "")
+        fig.suptitle(title)
+        fig.tight_layout()
+        name = "sweep-" + scenario + (f"-load{load}" if load else "") + ".png"
+        fig.savefig(os.path.join(d, name), dpi=100)
+        plt.close(fig)
+        made.append(name)
+    return made
+
+
 def main():
-    if len(sys.argv) != 2:
+    sweep = len(sys.argv) == 3 and sys.argv[1] == "--sweep"
+    if len(sys.argv) != 2 and not sweep:
         print(__doc__, file=sys.stderr)
         return 1
     try:
@@ -85,6 +121,10 @@ def main():
         print("vrnic sim: plots need python3-matplotlib (apt-get install python3-matplotlib)",
               file=sys.stderr)
         return 2
+    if sweep:
+        made = plot_sweep(plt, sys.argv[2])
+        print("plots: " + (", ".join(made) if made else "none (no cell ran)"))
+        return 0
     d = sys.argv[1]
     made = [n for n, ok in (("fct_slowdown.png", plot_fct(plt, d)),
                             ("queues.png", plot_series(plt, d, "queues.csv", "port", "bytes",

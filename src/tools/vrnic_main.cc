@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
 
   SimOptions sim;
   auto* sim_cmd =
-      app.add_subcommand("sim", "fabric simulator: vrnic sim list | vrnic sim run NAME|FILE");
+      app.add_subcommand("sim", "fabric simulator: vrnic sim list | run NAME|FILE | sweep SPEC");
   sim_cmd->require_subcommand(1);
   auto* sim_list = sim_cmd->add_subcommand("list", "the built-in scenarios");
   auto* sim_run =
@@ -80,6 +80,15 @@ int main(int argc, char** argv) {
   sim_run->add_option("--pcap", sim.pcap,
                       "capture hosts (all, or e.g. 0,3,5-7) into DIR/host-<i>.pcap")
       ->needs(out_opt);
+  sim_run->add_option("--scheme", sim.scheme,
+                      "congestion control: dcqcn, dcqcn+w or hpcc; default: the scenario's");
+  sim_run->add_option("--load", sim.load, "every traffic entry's load (0..1]; default: the scenario's");
+  auto* sim_sweep = sim_cmd->add_subcommand(
+      "sweep", "run a grid (scenarios x loads x schemes x seeds) as an MPI program: "
+               "mpirun -np N vrnic sim sweep SPEC --out DIR");
+  sim_sweep->add_option("spec", sim.scenario, "sweep file (JSON)")->required();
+  sim_sweep->add_option("--out", sim.out, "rank 0 writes DIR/sweep.csv, DIR/<cell>/summary.json")
+      ->required();
 
   app.add_subcommand("demo", "run Debian's perftest and ibverbs-utils on vrnic (--help: its options)");
 
@@ -109,6 +118,7 @@ int main(int argc, char** argv) {
   if (*sim_cmd) {
     sim.list = static_cast<bool>(*sim_list);
     sim.seed_set = seed_opt->count() > 0;
+    sim.sweep = static_cast<bool>(*sim_sweep);
     return cmd_sim(sim);
   }
   return cmd_demo(rest);
