@@ -8,7 +8,7 @@ PKGS=(build-essential cmake ninja-build pkg-config zlib1g-dev libgtest-dev libgm
       libibverbs-dev librdmacm-dev ibverbs-utils perftest qperf rdmacm-utils ucx-utils fio iperf
       sockperf libfabric-bin openmpi-bin libopenmpi-dev
       tshark python3 python3-matplotlib iproute2 ethtool nftables clang libclang-rt-14-dev
-      libfuzzer-14-dev liburing-dev)
+      libfuzzer-14-dev liburing-dev libsodium-dev)
 missing=()
 for p in "${PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

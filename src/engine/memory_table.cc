@@ -38,9 +38,9 @@ int64_t MemoryTable::take_slot() {
   // Name 0 is never drawn, so no valid key is below 256 (keys 0..255 are always invalid).
   uint32_t name;
   do name = names_.next24();
-  while (name == 0 || by_name_.count(name) != 0 || recent_.contains(name));
+  while (name == 0 || by_name_.contains(name) || recent_.contains(name));
   slots_[index].name = name;
-  by_name_.emplace(name, index);
+  by_name_.insert(name, index);
   return index;
 }
 
@@ -90,7 +90,7 @@ Mw* MemoryTable::add_mw(Pd* pd, uint8_t type, uint32_t max) {
 bool MemoryTable::remove_mw(Mw* mw) {
   if (!has_mw(mw)) return false;
   if (mw->bound && mw->mr != nullptr) --mw->mr->windows;
-  const uint32_t index = by_name_.at(mw->rkey >> kGenerationBits);
+  const uint32_t index = by_name_.find(mw->rkey >> kGenerationBits);
   slots_[index].mw = nullptr;
   release_slot(index);
   --mws_;
@@ -117,7 +117,7 @@ Mw* MemoryTable::find_mw(uint32_t rkey) const {
 
 bool MemoryTable::remove(Mr* mr) {
   if (mr == nullptr || find(mr->key) != mr) return false;
-  const uint32_t index = by_name_.at(mr->key >> kGenerationBits);
+  const uint32_t index = by_name_.find(mr->key >> kGenerationBits);
   slots_[index].mr = nullptr;
   release_slot(index);  // the next MR in this slot gets another name and generation
   --live_;

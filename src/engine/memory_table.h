@@ -2,7 +2,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -109,14 +108,14 @@ class MemoryTable {
   void release_slot(uint32_t index);
   // The slot a key names, or null.
   const Slot* slot_of(uint32_t key) const {
-    auto it = by_name_.find(key >> kGenerationBits);
-    return it == by_name_.end() ? nullptr : &slots_[it->second];
+    const uint32_t index = by_name_.find(key >> kGenerationBits);
+    return index == NameIndex::kNone ? nullptr : &slots_[index];
   }
 
   HostMemory& host_;
   NameSource& names_;
   RecentNames recent_;
-  std::unordered_map<uint32_t, uint32_t> by_name_;  // name -> slot index
+  NameIndex by_name_;  // name -> slot index
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   size_t live_ = 0;

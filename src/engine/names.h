@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace vrnic::engine {
 
@@ -46,6 +47,35 @@ class RecentNames {
  private:
   std::array<uint32_t, kSize> ring_{};  // 0 is never a name handed out
   size_t next_ = 0;
+};
+
+// Name -> index for random names (never 0): open addressing with the name's low bits as its
+// home cell (the names are uniform already: no hashing), linear probing, deletion by
+// backward shift (no tombstones), at most half full; a lookup is one cell in the common
+// case, the cost the slot-indexed keys had (a node-based map measured 7-9 % fewer packets/s
+// in engine_benchmark).
+class NameIndex {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t find(uint32_t name) const {
+    if (cells_.empty() || name == 0) return kNone;
+    for (size_t i = name & mask_;; i = (i + 1) & mask_) {
+      if (cells_[i].name == name) return cells_[i].value;
+      if (cells_[i].name == 0) return kNone;
+    }
+  }
+  bool contains(uint32_t name) const { return find(name) != kNone; }
+  void insert(uint32_t name, uint32_t value);  // name != 0 and not present
+  void erase(uint32_t name);                   // if present
+  size_t size() const { return used_; }
+
+ private:
+  struct Cell {
+    uint32_t name = 0, value = 0;
+  };
+  void place(uint32_t name, uint32_t value);
+  std::vector<Cell> cells_;
+  size_t mask_ = 0, used_ = 0;
 };
 
 }  // namespace vrnic::engine

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -86,6 +88,31 @@ TEST(NameSource, next24__is_repeatable_per_seed_and_differs_between_seeds) {
   EXPECT_NE(va, vc);
   EXPECT_EQ(relations(va), "");
   EXPECT_EQ(relations(vc), "");
+}
+
+TEST(NameIndex, insert_erase_find__as_a_map_does_over_a_random_run) {
+  NameIndex idx;
+  std::map<uint32_t, uint32_t> want;
+  std::mt19937 rng(3);
+  for (int step = 0; step < 200000; ++step) {
+    // Names from a small range too, so runs collide and wrap around the table's end.
+    const uint32_t name = step % 3 ? 1 + rng() % 5000 : 1 + (rng() & 0xffffff);
+    if (want.count(name)) {
+      ASSERT_EQ(idx.find(name), want[name]);
+      if (rng() % 2) {
+        idx.erase(name);
+        want.erase(name);
+      }
+    } else if (want.size() < 3000) {
+      idx.insert(name, uint32_t(step));
+      want[name] = uint32_t(step);
+    } else {
+      ASSERT_EQ(idx.find(name), NameIndex::kNone);
+    }
+    ASSERT_EQ(idx.size(), want.size());
+  }
+  for (auto& [name, value] : want) EXPECT_EQ(idx.find(name), value);
+  EXPECT_EQ(idx.find(0), NameIndex::kNone);
 }
 
 struct Names : ::testing::Test {
