@@ -24,7 +24,7 @@ def counters(out):
 
 
 def live_counters(vrnic, pid):
-    """The counters of a running vrnic program (`vrnic stats --pid`), by name."""
-    out = subprocess.run([vrnic, "stats", "--pid", str(pid)], capture_output=True,
+    """The counters of a running vrnic program (`vrnic stats PID`), by name."""
+    out = subprocess.run([vrnic, "stats", str(pid)], capture_output=True,
                          text=True).stdout
     return {k: int(v) for k, v in COUNTER_LINE.findall(out)}
