@@ -120,7 +120,10 @@ class Soak:
 
     def loop_cm(self):
         ip_s, ip_c = BASE + "5", BASE + "6"
-        server = subprocess.Popen(self.run(ip_s, ["rping", "-s", "-P", "-a", ip_s, "-p", "19950"]),
+        # The server's buffers as large as the clients' (-S): rping reads what the client
+        # advertises into its own buffer, and a larger read is a local protection error.
+        server = subprocess.Popen(self.run(ip_s, ["rping", "-s", "-P", "-a", ip_s, "-p", "19950",
+                                                  "-S", "1024"]),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                   env=self.env, start_new_session=True)
         time.sleep(1)
@@ -143,9 +146,9 @@ class Soak:
 
     def loop_ud(self):
         while time.time() < self.end and not self.stop.is_set():
-            self.pair("ud", self.run(BASE + "9", ["udaddy", "-b", BASE + "9", "-c", "4",
-                                                  "-p", "19952"]),
-                      self.run(BASE + "10", ["udaddy", "-s", BASE + "9", "-c", "4", "-p", "19952"]),
+            # udaddy's -p is the port space, not a port: it listens on its fixed port.
+            self.pair("ud", self.run(BASE + "9", ["udaddy", "-b", BASE + "9", "-c", "4"]),
+                      self.run(BASE + "10", ["udaddy", "-s", BASE + "9", "-c", "4"]),
                       [r"data transfers complete", r"return status 0"], timeout=120)
             time.sleep(2)
 
