@@ -263,10 +263,15 @@ def growth(samples):
             problems.append(f"{a['name']} pid {pid}: fds {a['fds']} -> {b['fds']}")
         if b["threads"] > a["threads"]:
             problems.append(f"{a['name']} pid {pid}: threads {a['threads']} -> {b['threads']}")
-    # Programs that come and go: the median of their first minute against their last.
+    # Programs that come and go: the median of their first minute against their last. The
+    # long-lived ones (sampled over a minute or more, judged above) are left out: their
+    # first sample, before their first client, would stand for the whole first minute.
+    long_lived = {k for k, pts in series.items() if pts[-1][0] - pts[0][0] >= 60}
     by_name = {}
     for s in samples:
-        for p in s["procs"].values():
+        for pid, p in s["procs"].items():
+            if (pid, p["start"]) in long_lived:
+                continue
             by_name.setdefault(p["name"], {}).setdefault(s["t"] // 60, []).append(p)
     for name, minutes in by_name.items():
         keys = sorted(minutes)
