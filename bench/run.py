@@ -6,10 +6,12 @@ under `vrnic run --direct` (series "vrnic direct"). Between hosts: ib_write_bw a
 tcp_bw across a veth pair joined two network namespaces, at MTU 1500 and 9000 (needs root;
 skipped otherwise).
 
-  bench/run.py [--bin build/release/bin] [--out bench/out] [--quick] [--sweep]
+  bench/run.py [--bin build/release/bin] [--out bench/out] [--quick] [--sweep] [--auth]
 
 --sweep also times a whole `ib_write_bw -a` pair (5000 iterations at every size from 2 B to
-8 MiB), the run CI has to finish.
+8 MiB), the run CI has to finish. --auth measures only the authenticated mode against plain
+vrnic, both connected through the RDMA CM (perftest -R), three rounds of each pair (with
+--quick: 64 KiB bandwidth, 64 B message rate, 2 B latency).
 """
 import argparse
 import json
@@ -42,11 +44,15 @@ def pair(server, client, timeout=120, env=None, settle=0.5):
         return c.stdout + c.stderr, log.read()
 
 
-def vrnic_perftest(bindir, tool, size, iters, direct=False, events=False):
+def vrnic_perftest(bindir, tool, size, iters, direct=False, events=False, cm=False, auth=False):
+    """A perftest pair through `vrnic run` (--direct: same-host direct mode; events: completion
+    events instead of polling; cm: connected through the RDMA CM, perftest -R; auth: and in the
+    authenticated mode)."""
     vr = os.path.join(bindir, "vrnic")
     args = [tool, "-s", str(size), "-n", str(iters)] if "atomic" not in tool else [tool, "-n", str(iters)]
     args += ["-e"] if events else []  # completion events instead of polling
-    run = [vr, "run", "--direct", "--"] if direct else [vr, "run", "--"]
+    args += ["-R"] if cm or auth else []
+    run = [vr, "run", *(["--direct"] if direct else []), *(["--auth"] if auth else []), "--"]
     out, _ = pair([*run, *args], [*run, *args, "127.0.0.1"])
     return perftest_result(tool, out)
 
@@ -283,6 +289,43 @@ def targets_of(get):
     return targets
 
 
+def auth_cost(bindir, out, quick=False):
+    """The authenticated mode's cost (docs/protocol.md): perftest through the RDMA CM (-R),
+    plain and with both sides under `vrnic run --auth`, pair after pair in one run, three
+    times; prints the medians and their ratio, writes auth.json. quick: one size each."""
+    rows = []
+    for kind, tools, sizes, metric in [
+            ("bw", ["ib_write_bw", "ib_send_bw"] if quick else
+             ["ib_write_bw", "ib_read_bw", "ib_send_bw"], [65536] if quick else [64, 4096, 65536],
+             "bw_Bps"),
+            ("rate", ["ib_write_bw"], [64], "msg_rate"),
+            ("lat", ["ib_write_lat", "ib_read_lat"] if quick else
+             ["ib_write_lat", "ib_read_lat", "ib_send_lat"], [2] if quick else [2, 4096], "lat_us")]:
+        for tool in tools:
+            for size in sizes:
+                iters = 20000 if kind == "lat" or size <= 4096 else 5000
+                got = {"plain": [], "auth": []}
+                for _ in range(3):
+                    for mode in got:
+                        r = vrnic_perftest(bindir, tool, size, iters, cm=True, auth=mode == "auth")
+                        if r and r.get(metric):
+                            got[mode].append(r[metric])
+                med = {m: sorted(v)[len(v) // 2] if v else None for m, v in got.items()}
+                ratio = med["auth"] / med["plain"] if med["auth"] and med["plain"] else None
+                rows.append({"tool": tool, "size": size, "metric": metric, **med,
+                             "ratio": ratio, "runs": got})
+                print(f"  {tool:<13} {size:>6} {metric:<8} plain {med['plain']}  auth "
+                      f"{med['auth']}  ratio {ratio}", flush=True)
+    fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
+    print("\n| figure | size | plain (-R) | --auth | auth / plain |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['tool']} {r['metric']} | {r['size']} | {fmt(r['plain'])} | {fmt(r['auth'])} "
+              f"| {fmt(r['ratio'])} |")
+    with open(os.path.join(out, "auth.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print(f"\nwrote {out}/auth.json")
+
+
 def main():
     ap = argparse.ArgumentParser()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -290,9 +333,13 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "out"))
     ap.add_argument("--quick", action="store_true", help="only the figures the targets name")
     ap.add_argument("--sweep", action="store_true", help="also time ib_write_bw -a (minutes)")
+    ap.add_argument("--auth", action="store_true",
+                    help="only the authenticated mode's cost: perftest -R plain and --auth")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     bindir = os.path.abspath(a.bin)
+    if a.auth:
+        return auth_cost(bindir, a.out, a.quick)
     bw_sizes = [65536] if a.quick else [64, 4096, 65536, 1048576]
     lat_sizes = [2] if a.quick else [2, 64, 4096]
     res = []

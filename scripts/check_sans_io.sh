@@ -30,7 +30,7 @@ c_calls='socket|socketpair|bind|listen|accept4?|connect|shutdown|send|sendto|sen
 'getpid|getppid|gettid|getuid|geteuid|sysconf|getpagesize|getrlimit|setrlimit|sched_yield|'\
 'clock_gettime|clock_nanosleep|gettimeofday|time|nanosleep|usleep|sleep|alarm|'\
 'pthread_[a-z_]+|thrd_[a-z_]+|'\
-'getenv|secure_getenv|getrandom|rand|random|srand|'\
+'getenv|secure_getenv|getrandom|rand|random|srand|randombytes_[a-z_]+|sodium_init|'\
 'fopen|fdopen|freopen|fclose|fread|fwrite|fflush|fprintf|printf|vfprintf|vprintf|puts|fputs|'\
 'perror|putchar|fputc|dlopen|dlsym'
 cxx_calls='std::thread::.*|std::this_thread::.*|std::chrono::.*_clock::now\(\)|'\

@@ -26,9 +26,9 @@ result() {  # step status seconds
 }
 
 step_asan() {
-  header "ASan+UBSan: configure, build, ctest --preset asan -LE 'interop|faults|veth|sweep|long|package'"
+  header "ASan+UBSan: configure, build, ctest --preset asan -LE 'interop|faults|veth|soak|sweep|long|package'"
   local t=$(date +%s)
-  # interop, faults and veth run Debian's programs between processes: the release build's job;
+  # interop, faults, veth and soak run Debian's programs between processes: the release build's job;
   # sweep and long (the 320-host simulations) take minutes even uninstrumented; package
   # builds and installs the release package.
   # abi.symbols_load, abi.devinfo and vrnic.sysfs_view run Debian's uninstrumented
@@ -39,9 +39,9 @@ step_asan() {
   preload=$(${CXX:-c++} -print-file-name=libasan.so)
   if cmake --preset asan -G Ninja >/dev/null &&
      cmake --build --preset asan -j "$JOBS" &&
-     ctest --preset asan -j "$JOBS" -LE 'interop|faults|veth|sweep|long|package' -E "$foreign" &&
+     ctest --preset asan -j "$JOBS" -LE 'interop|faults|veth|soak|sweep|long|package' -E "$foreign" &&
      LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 \
-       ctest --preset asan -LE 'interop|faults|veth|sweep|long|package' -R "$foreign"; then
+       ctest --preset asan -LE 'interop|faults|veth|soak|sweep|long|package' -R "$foreign"; then
     result asan PASS $(( $(date +%s) - t ))
   else
     result asan FAIL $(( $(date +%s) - t ))

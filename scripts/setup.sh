@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 what=${1:-all}
 # To build vrnic itself (as debian/control's Build-Depends, less debhelper).
 BUILD_PKGS=(build-essential cmake ninja-build pkgconf zlib1g-dev libgtest-dev libcli11-dev
-            nlohmann-json3-dev libisal-dev libibverbs-dev librdmacm-dev)
+            nlohmann-json3-dev libisal-dev libibverbs-dev librdmacm-dev libsodium-dev)
 # To run `vrnic demo` (as the package's Recommends for it).
 DEMO_PKGS=(python3 ibverbs-utils perftest)
 # The tests (tests/, label by label), fuzzers, sanitizer builds and benchmarks.

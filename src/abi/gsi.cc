@@ -1,4 +1,5 @@
-// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device, to its counters and to QP failures (vrnic_private.h).
+// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device, to its counters, to
+// QP failures and to the authenticated mode's keys (vrnic_private.h).
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -48,6 +49,21 @@ VRNIC_EXPORT int vrnic_cm_publish(ibv_context* ctx, const uint64_t* values, size
     for (size_t i = 0; i < n && i < sizeof dst / sizeof dst[0]; ++i) *dst[i] = values[i];
   });
   return 0;
+}
+
+VRNIC_EXPORT int vrnic_auth_mode(ibv_context* ctx) {
+  vrnic::live::LiveNic* nic = ctx ? vrnic::abi::to_context(ctx)->nic : nullptr;
+  return nic == nullptr ? -1 : nic->auth_mode() ? 1 : 0;
+}
+
+VRNIC_EXPORT int vrnic_qp_auth_set(ibv_context* ctx, uint32_t qp_num, const uint8_t* tx,
+                                   const uint8_t* rx) {
+  vrnic::live::LiveNic* nic = ctx ? vrnic::abi::to_context(ctx)->nic : nullptr;
+  if (nic == nullptr || tx == nullptr || rx == nullptr) return EINVAL;
+  vrnic::engine::AuthKeys keys;
+  std::memcpy(keys.tx.data(), tx, keys.tx.size());
+  std::memcpy(keys.rx.data(), rx, keys.rx.size());
+  return nic->locked([&](vrnic::engine::Device& d) { return d.set_qp_auth(qp_num, keys); });
 }
 
 namespace vrnic::abi {

@@ -35,6 +35,16 @@ typedef void (*vrnic_qp_fatal_handler)(void* user, uint32_t qp_num);
 /* Attaches (fn != NULL) or detaches the process's one handler. 0 or an errno. */
 int vrnic_qp_fatal_attach(vrnic_qp_fatal_handler fn, void* user);
 
+/* Authenticated mode (docs/protocol.md "Authenticated mode"): 1 if the device behind ctx
+ * runs in it (VRNIC_AUTH=1, `vrnic run --auth`), 0 if not, -1 for no vrnic context. */
+int vrnic_auth_mode(struct ibv_context* ctx);
+
+/* Gives the RC QP qp_num of the device behind ctx the keys the connection manager agreed:
+ * from now on its packets carry a tag under tx and only packets tagged under rx are taken
+ * (32 bytes each). 0 or an errno (EINVAL: no such RC QP, or not a vrnic context). */
+int vrnic_qp_auth_set(struct ibv_context* ctx, uint32_t qp_num, const uint8_t* tx,
+                      const uint8_t* rx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,7 +68,7 @@ void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from) {
   ip.src_port = qp.src_port;
   ip.ipv6 = from.ipv6;
   ip.dst = from.src;
-  c.tx.start(cnp, 0, ip, static_cast<uint8_t>(p.cnp_dscp << 2));  // not ECN-capable
+  c.tx.start(cnp, 0, ip, static_cast<uint8_t>(p.cnp_dscp << 2), qp.qpn);  // not ECN-capable
   c.tx.commit(c.port, c.ctr);
   ++c.ctr.np_cnp_sent;
 }

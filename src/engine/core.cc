@@ -26,7 +26,9 @@ wire::IpUdpInfo ip_from_gid(const Gid& gid) {
 
 Core::Core(const DeviceConfig& cfg, PacketPort& p, Clock& c, HostMemory& h, EventSink& e)
     : config(cfg), port(p), clock(c), events(e),
-      ctr(cfg.counters ? *cfg.counters : own_counters), mem(h), local_ip(ip_from_gid(cfg.gid)) {}
+      ctr(cfg.counters ? *cfg.counters : own_counters), names(cfg.name_seed), mem(h, names), local_ip(ip_from_gid(cfg.gid)) {
+  tx.set_auth(&auth);
+}
 
 void Core::complete(Cq* cq, WorkCompletion wc, bool solicited) {
   if (cq == nullptr) return;
@@ -157,9 +159,9 @@ std::span<uint8_t> Core::start_packet(Qp& qp, const wire::Packet& p, size_t payl
     // 0xa0 | opcode (IBA 9.2.1), requests with the XRCETH the packet carries.
     wire::Packet x = p;
     x.bth.opcode = wire::rc_to_xrc(p.bth.opcode);
-    return tx.start(x, payload_len, qp.ip, tos);
+    return tx.start(x, payload_len, qp.ip, tos, qp.qpn);
   }
-  return tx.start(p, payload_len, qp.ip, tos);
+  return tx.start(p, payload_len, qp.ip, tos, qp.qpn);
 }
 
 size_t Core::commit_packet() { return tx.commit(port, ctr); }

@@ -9,6 +9,7 @@
 #include "engine/cq.h"
 #include "engine/device.h"
 #include "engine/memory_table.h"
+#include "engine/names.h"
 #include "engine/ports.h"
 #include "engine/qp.h"
 #include "engine/tx_batch.h"
@@ -39,7 +40,9 @@ class Core {
   EventSink& events;
   Counters own_counters;
   Counters& ctr;
+  NameSource names;  // QP numbers and memory keys (names.h)
   MemoryTable mem;
+  PacketAuth auth;  // keys of authenticated QPs (packet_auth.h), used by tx and receive
   TxBatch tx;
   wire::IpUdpInfo local_ip;  // source address from the device GID
   uint32_t gsi_psn = 0;      // QP1's send PSN

@@ -14,7 +14,8 @@ namespace vrnic::engine {
   X(rx_nak_psn_seq) X(rx_nak_rnr) X(rx_nak_inv_req) X(rx_nak_rem_access) X(rx_nak_rem_op)  \
   X(rx_duplicate) X(rx_out_of_sequence) X(retransmitted_packets) X(ack_timeouts)           \
   X(rnr_retries) X(implicit_naks) X(rx_icrc_errors) X(rx_icrc_ip_id_recovered)             \
-  X(rx_malformed) X(rx_unknown_qp) X(rx_wrong_source) X(rx_bad_state) X(rx_access_errors)                     \
+  X(rx_malformed) X(rx_unknown_qp) X(rx_wrong_source) X(rx_bad_state) X(rx_access_errors)  \
+  X(rx_auth_ok) X(rx_auth_failed) X(rx_auth_replayed)                                      \
   X(duplicate_atomics_replayed) X(duplicate_reads_replayed) X(cqe_ok) X(cqe_error)        \
   X(cq_overflows)                                                                          \
   X(rx_qkey_errors) X(rx_dropped_no_recv) X(rx_uc_dropped) X(rx_mcast_packets)           \

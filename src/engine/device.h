@@ -1,6 +1,7 @@
 // The NIC: device limits, PDs, memory table, CQs, QPs, and the packet/timer entry points.
 // Single-threaded (_st): the caller serialises every call (the live runtime holds a mutex).
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "engine/counters.h"
 #include "engine/dcqcn.h"
 #include "engine/rate_control.h"
+#include "engine/packet_auth.h"
 #include "engine/ports.h"
 #include "engine/types.h"
 
@@ -38,6 +40,9 @@ struct DeviceConfig {
   DeviceLimits limits;
   Counters* counters = nullptr;  // where to count; null = the device's own
   DirectLink* direct = nullptr;   // same-host direct copy (ports.h); null = always the wire
+  // The seed of the CSPRNG that draws QP numbers and memory keys (names.h): random in a
+  // live device (getrandom(2)), fixed in tests and the simulator for repeatable runs.
+  std::array<uint8_t, 32> name_seed{};
   // Bytes a requester QP keeps in flight (requester.h send_window): what a peer's receive
   // buffer is expected to absorb in one burst.
   uint32_t send_window_bytes = 256 * 1024;
@@ -108,6 +113,10 @@ class Device {
   // modifications"); EINVAL on a missing required or a forbidden attribute.
   Errno modify_qp(Qp* qp, const QpAttr& attr, uint32_t attr_mask);
   Errno query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const;
+  // Authenticated mode (packet_auth.h, docs/protocol.md): from now on the RC QP's packets
+  // carry a tag under keys.tx, and a packet to it is taken only with a right tag under
+  // keys.rx; the keys go with the QP (destroyed or reset). EINVAL: no such RC QP.
+  Errno set_qp_auth(uint32_t qpn, const AuthKeys& keys);
   Errno destroy_qp(Qp* qp);
 
   // --- address handles, SRQs, memory windows, CQ resize, MR re-registration (each returns

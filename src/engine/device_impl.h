@@ -28,7 +28,7 @@ struct Device::Impl {
   std::vector<std::unique_ptr<Xrcd>> xrcds;
   uint32_t next_srqn = 1;
   uint32_t next_pd_handle = 1;
-  uint32_t next_qpn = 0x11;  // QPN 0 and 1 are the special QPs (IBA 10.2.5)
+  RecentNames recent_qpns;  // QPNs destroyed lately: not handed out again soon (new_qp)
 
   Qp* find_qp(uint32_t qpn) {
     auto it = qps.find(qpn);

@@ -12,16 +12,19 @@ namespace vrnic::engine {
 
 // --- QP -------------------------------------------------------------------------------------
 
-// A QP with the next free QPN, or ENOMEM at the device's QP limit.
+// A QP with a QPN drawn from the device's CSPRNG (names.h): 24 bits, never 0 or 1 (the
+// special QPs, IBA 10.2.5) nor the multicast QPN, not in use, not destroyed lately. So no
+// QPN tells anything of the next (ReDMArk's QPN guessing). ENOMEM at the device's QP limit.
 std::unique_ptr<Qp> Device::Impl::new_qp(Errno& err) {
   if (qps.size() >= core.config.limits.max_qp) {
     err = ENOMEM;
     return nullptr;
   }
   auto qp = std::make_unique<Qp>();
-  while (qps.count(next_qpn) || next_qpn < 2) next_qpn = (next_qpn + 1) & 0xffffff;
-  qp->qpn = next_qpn;
-  next_qpn = (next_qpn + 1) & 0xffffff;
+  uint32_t qpn;
+  do qpn = core.names.next24();
+  while (qpn < 2 || qpn == kMulticastQpn || qps.count(qpn) != 0 || recent_qpns.contains(qpn));
+  qp->qpn = qpn;
   return qp;
 }
 
@@ -159,11 +162,22 @@ Errno Device::modify_qp(Qp* qp, const QpAttr& attr, uint32_t mask) {
   if ((mask & kAttrAv) && attr.ah.dgid.is_ipv4_mapped() != d.core.config.gid.is_ipv4_mapped())
     return EINVAL;  // one address family per device
   d.apply(*qp, attr, mask);
+  const QpState was = qp->state();
   const QpState next = (mask & kAttrState) ? attr.qp_state : qp->state();
   e = qp_transition(d.core, *qp, next, QpCause::kModify, mask);  // qp_transition.cc
+  // Back to RESET: the connection is over, and its keys (authenticated mode) with it.
+  if (was != QpState::kReset && qp->state() == QpState::kReset) d.core.auth.erase(qp->qpn);
   d.core.publish_qp(*qp);
   d.finish();
   return e;
+}
+
+Errno Device::set_qp_auth(uint32_t qpn, const AuthKeys& keys) {
+  Impl& d = *impl_;
+  Qp* qp = d.find_qp(qpn);
+  if (qp == nullptr || qp->type != QpType::kRc) return EINVAL;  // RC connections only
+  d.core.auth.set(qpn, keys);
+  return 0;
 }
 
 Errno Device::query_qp(const Qp* qp, QpAttr& attr, QpInitAttr& init) const {
@@ -209,6 +223,8 @@ Errno Device::destroy_qp(Qp* qp) {
     if (qp->recv_cq != nullptr) --qp->recv_cq->users;
     if (qp->srq != nullptr) --qp->srq->users;
   }
+  d.recent_qpns.add(qp->qpn);
+  d.core.auth.erase(qp->qpn);
   d.qps.erase(qp->qpn);
   return 0;
 }

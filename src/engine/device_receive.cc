@@ -6,6 +6,7 @@
 #include "engine/completer.h"
 #include "engine/congestion.h"
 #include "engine/gsi.h"
+#include "wire/bytes.h"
 #include "wire/cm_mad.h"
 #include "wire/opcode.h"
 
@@ -13,9 +14,31 @@ namespace vrnic::engine {
 
 namespace {
 
-// Counts the packet, checks its ICRC and parses it; false (counted) if it is dropped.
-bool check_and_parse(Counters& ctr, IcrcPeers& icrc_peers, const WirePacket& pkt,
-                     wire::Packet& p) {
+// Authenticated mode (packet_auth.h): a packet to a QP with keys must carry a right trailer
+// under a number not seen before; it is checked before anything else of it is read. Returns
+// the packet to parse (the trailer cut off), or an empty span (counted) to drop it.
+std::span<const uint8_t> authenticate(Counters& ctr, PacketAuth& auth,
+                                      std::span<const uint8_t> data) {
+  if (auth.empty() || data.size() < wire::kBthSize + wire::kIcrcSize) return data;
+  size_t body = 0;
+  const uint32_t dest_qp = wire::get24(data.data() + 5);
+  switch (auth.open(dest_qp, data.first(data.size() - wire::kIcrcSize), body)) {
+    case AuthVerdict::kPlain: return data;
+    // The ICRC was checked over the whole packet; the parser skips the last 4 bytes of
+    // what it gets, here the trailer's first ones.
+    case AuthVerdict::kOk:
+      ++ctr.rx_auth_ok;
+      return data.first(body + wire::kIcrcSize);
+    case AuthVerdict::kForged: ++ctr.rx_auth_failed; return {};
+    case AuthVerdict::kReplayed: ++ctr.rx_auth_replayed; return {};
+  }
+  return {};
+}
+
+// Counts the packet, checks its ICRC (and its trailer, in authenticated mode) and parses it;
+// false (counted) if it is dropped.
+bool check_and_parse(Counters& ctr, IcrcPeers& icrc_peers, PacketAuth& auth,
+                     const WirePacket& pkt, wire::Packet& p) {
   ++ctr.rx_packets;
   ctr.rx_bytes += pkt.data.size();
   switch (icrc_peers.verify(pkt)) {
@@ -23,7 +46,9 @@ bool check_and_parse(Counters& ctr, IcrcPeers& icrc_peers, const WirePacket& pkt
     case wire::IcrcVerdict::kOkRecoveredIpId: ++ctr.rx_icrc_ip_id_recovered; break;
     case wire::IcrcVerdict::kBad: ++ctr.rx_icrc_errors; return false;
   }
-  if (wire::parse_packet(pkt.data, p) != wire::ParseError::kOk) {
+  const std::span<const uint8_t> data = authenticate(ctr, auth, pkt.data);
+  if (data.empty()) return false;
+  if (wire::parse_packet(data, p) != wire::ParseError::kOk) {
     ++ctr.rx_malformed;
     return false;
   }
@@ -99,7 +124,7 @@ void receive_connected(Core& core, Qp& qp, const wire::Packet& p, const WirePack
 void Device::Impl::dispatch(const WirePacket& pkt) {
   Counters& ctr = core.ctr;
   wire::Packet p;
-  if (!check_and_parse(ctr, icrc_peers, pkt, p)) return;
+  if (!check_and_parse(ctr, icrc_peers, core.auth, pkt, p)) return;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (info.transport == wire::Transport::kCnp) {
     ++ctr.rx_cnp;

@@ -1,4 +1,4 @@
-// The memory table: key allocation with generations and the per-access protection check.
+// The memory table: keys (random names, generations) and the per-access protection check.
 #include "engine/memory_table.h"
 
 #include "engine/ports.h"
@@ -25,16 +25,32 @@ MemoryTable::~MemoryTable() {
 }
 
 int64_t MemoryTable::take_slot() {
+  // Half the name space at most: a draw then finds a free name in two tries on average.
+  if (by_name_.size() >= (1u << (32 - kGenerationBits - 1))) return -1;
+  uint32_t index;
   if (!free_.empty()) {
-    uint32_t index = free_.back();
+    index = free_.back();
     free_.pop_back();
-    return index;
+  } else {
+    slots_.emplace_back();
+    index = static_cast<uint32_t>(slots_.size() - 1);
   }
-  // Index 0 is never used, so no valid key is below 256 (keys 0..255 are always invalid).
-  if (slots_.empty()) slots_.emplace_back();
-  if (slots_.size() >= (1u << (32 - kGenerationBits))) return -1;
-  slots_.emplace_back();
-  return static_cast<int64_t>(slots_.size() - 1);
+  // Name 0 is never drawn, so no valid key is below 256 (keys 0..255 are always invalid).
+  uint32_t name;
+  do name = names_.next24();
+  while (name == 0 || by_name_.contains(name) || recent_.contains(name));
+  slots_[index].name = name;
+  by_name_.insert(name, index);
+  return index;
+}
+
+void MemoryTable::release_slot(uint32_t index) {
+  Slot& s = slots_[index];
+  by_name_.erase(s.name);
+  recent_.add(s.name);
+  s.name = 0;
+  ++s.generation;  // the slot's next key differs in its generation too
+  free_.push_back(index);
 }
 
 Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_t access,
@@ -42,15 +58,14 @@ Mr* MemoryTable::add(Pd* pd, void* addr, uint64_t length, uint64_t iova, uint32_
   if (live_ >= max_mr) return nullptr;
   int64_t slot = take_slot();
   if (slot < 0) return nullptr;
-  uint32_t index = static_cast<uint32_t>(slot);
-  Slot& s = slots_[index];
+  Slot& s = slots_[static_cast<uint32_t>(slot)];
   auto* mr = new Mr;
   mr->pd = pd;
   mr->host = static_cast<uint8_t*>(addr);
   mr->iova = iova;
   mr->length = length;
   mr->access = access;
-  mr->key = index << kGenerationBits | s.generation;
+  mr->key = s.name << kGenerationBits | s.generation;
   s.mr = mr;
   ++live_;
   alive_.insert(mr);
@@ -61,12 +76,11 @@ Mw* MemoryTable::add_mw(Pd* pd, uint8_t type, uint32_t max) {
   if (mws_ >= max) return nullptr;
   int64_t slot = take_slot();
   if (slot < 0) return nullptr;
-  uint32_t index = static_cast<uint32_t>(slot);
-  Slot& s = slots_[index];
+  Slot& s = slots_[static_cast<uint32_t>(slot)];
   auto* mw = new Mw;
   mw->pd = pd;
   mw->type = type;
-  mw->rkey = index << kGenerationBits | s.generation;
+  mw->rkey = s.name << kGenerationBits | s.generation;
   s.mw = mw;
   ++mws_;
   alive_.insert(mw);
@@ -75,11 +89,10 @@ Mw* MemoryTable::add_mw(Pd* pd, uint8_t type, uint32_t max) {
 
 bool MemoryTable::remove_mw(Mw* mw) {
   if (!has_mw(mw)) return false;
-  Slot& s = slots_[mw->rkey >> kGenerationBits];
   if (mw->bound && mw->mr != nullptr) --mw->mr->windows;
-  s.mw = nullptr;
-  ++s.generation;
-  free_.push_back(mw->rkey >> kGenerationBits);
+  const uint32_t index = by_name_.find(mw->rkey >> kGenerationBits);
+  slots_[index].mw = nullptr;
+  release_slot(index);
   --mws_;
   alive_.erase(mw);
   delete mw;
@@ -88,8 +101,8 @@ bool MemoryTable::remove_mw(Mw* mw) {
 
 bool MemoryTable::has_mw(const Mw* mw) const {
   if (mw == nullptr || alive_.count(mw) == 0) return false;
-  uint32_t index = mw->rkey >> kGenerationBits;
-  return index < slots_.size() && slots_[index].mw == mw;
+  const Slot* s = slot_of(mw->rkey);
+  return s != nullptr && s->mw == mw;
 }
 
 bool MemoryTable::has_mr(const Mr* mr) const {
@@ -98,20 +111,15 @@ bool MemoryTable::has_mr(const Mr* mr) const {
 }
 
 Mw* MemoryTable::find_mw(uint32_t rkey) const {
-  uint32_t index = rkey >> kGenerationBits;
-  if (index >= slots_.size()) return nullptr;
-  Mw* mw = slots_[index].mw;
-  return mw != nullptr && mw->rkey == rkey ? mw : nullptr;
+  const Slot* s = slot_of(rkey);
+  return s != nullptr && s->mw != nullptr && s->mw->rkey == rkey ? s->mw : nullptr;
 }
 
 bool MemoryTable::remove(Mr* mr) {
-  if (mr == nullptr) return false;
-  uint32_t index = mr->key >> kGenerationBits;
-  if (index >= slots_.size() || slots_[index].mr != mr) return false;
-  Slot& s = slots_[index];
-  s.mr = nullptr;
-  ++s.generation;  // the next MR in this slot gets a different key
-  free_.push_back(index);
+  if (mr == nullptr || find(mr->key) != mr) return false;
+  const uint32_t index = by_name_.find(mr->key >> kGenerationBits);
+  slots_[index].mr = nullptr;
+  release_slot(index);  // the next MR in this slot gets another name and generation
   --live_;
   alive_.erase(mr);
   delete mr;
@@ -119,11 +127,9 @@ bool MemoryTable::remove(Mr* mr) {
 }
 
 Mr* MemoryTable::find(uint32_t key) const {
-  uint32_t index = key >> kGenerationBits;
-  if (index >= slots_.size()) return nullptr;
-  const Slot& s = slots_[index];
-  if (s.mr == nullptr || s.mr->key != key) return nullptr;
-  return s.mr;
+  const Slot* s = slot_of(key);
+  if (s == nullptr || s->mr == nullptr || s->mr->key != key) return nullptr;
+  return s->mr;
 }
 
 uint8_t* MemoryTable::check(uint32_t key, const Pd* pd, uint64_t va, uint64_t len,
@@ -167,9 +173,9 @@ uint8_t* MemoryTable::check_remote(uint32_t rkey, const Pd* pd, uint64_t va, uin
 
 uint8_t* MemoryTable::check_remote(uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va,
                                    uint64_t len, uint32_t required, AccessError* err) const {
-  uint32_t index = rkey >> kGenerationBits;
-  if (index < slots_.size() && slots_[index].mw != nullptr)
-    return check_window(*slots_[index].mw, rkey, pd, qpn, va, len, required, err);
+  const Slot* s = slot_of(rkey);
+  if (s != nullptr && s->mw != nullptr)
+    return check_window(*s->mw, rkey, pd, qpn, va, len, required, err);
   return check(rkey, pd, va, len, required, err);
 }
 

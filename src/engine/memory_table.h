@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "engine/names.h"
 #include "engine/types.h"
 
 namespace vrnic::engine {
@@ -30,7 +31,7 @@ class Mr {
 
 // A memory window (IBA 10.6.7): an rkey for a sub-range of an MR, bound and invalidated
 // through a QP's send queue (type 2) or the Bind MW verb (type 1). Its rkey shares the MR key
-// space: index << 8 | an 8-bit key the consumer picks at each bind.
+// space: its name << 8 | an 8-bit key the consumer picks at each bind.
 class Mw {
  public:
   Pd* pd = nullptr;
@@ -50,14 +51,17 @@ enum class AccessError : uint8_t {
 };
 const char* to_string(AccessError e);
 
-// key = slot index << 8 | 8-bit generation: a slot is reused only with the next generation,
-// so the key of a deregistered MR never matches the MR registered after it.
+// key = 24-bit name << 8 | 8-bit generation. The name is drawn from the device's CSPRNG
+// (names.h) each time a slot is taken, unique among the live ones and never one freed lately,
+// so no key tells anything of another (ReDMArk's guessed keys); the generation counts the
+// slot's uses, as mlx5's key byte. Names map to slots in a hash table: one lookup per access.
 class MemoryTable {
  public:
   static constexpr uint32_t kGenerationBits = 8;
 
-  // `host` answers whether the pages of an on-demand region are present (ports.h).
-  explicit MemoryTable(HostMemory& host) : host_(host) {}
+  // `host` answers whether the pages of an on-demand region are present (ports.h); `names`
+  // gives the keys' names.
+  MemoryTable(HostMemory& host, NameSource& names) : host_(host), names_(names) {}
   ~MemoryTable();  // frees the MRs still registered (the device is going away)
   MemoryTable(const MemoryTable&) = delete;
   MemoryTable& operator=(const MemoryTable&) = delete;
@@ -67,7 +71,7 @@ class MemoryTable {
   // Removes an MR; false if it is not registered here.
   bool remove(Mr* mr);
   Mr* find(uint32_t key) const;
-  // Memory windows live in the same slots; the key is index << 8 | generation at first.
+  // Memory windows live in the same slots; the key is name << 8 | generation at first.
   Mw* add_mw(Pd* pd, uint8_t type, uint32_t max);
   bool remove_mw(Mw* mw);
   Mw* find_mw(uint32_t rkey) const;  // by the window's current rkey
@@ -92,15 +96,26 @@ class MemoryTable {
   struct Slot {
     Mr* mr = nullptr;
     Mw* mw = nullptr;
+    uint32_t name = 0;  // while taken
     uint8_t generation = 0;
   };
   uint8_t* check(uint32_t key, const Pd* pd, uint64_t va, uint64_t len, uint32_t required,
                  AccessError* err) const;
   uint8_t* check_window(const Mw& mw, uint32_t rkey, const Pd* pd, uint32_t qpn, uint64_t va, uint64_t len,
                         uint32_t required, AccessError* err) const;
+  // A free slot with a fresh name, or -1 when every name is taken.
   int64_t take_slot();
+  void release_slot(uint32_t index);
+  // The slot a key names, or null.
+  const Slot* slot_of(uint32_t key) const {
+    const uint32_t index = by_name_.find(key >> kGenerationBits);
+    return index == NameIndex::kNone ? nullptr : &slots_[index];
+  }
 
   HostMemory& host_;
+  NameSource& names_;
+  RecentNames recent_;
+  NameIndex by_name_;  // name -> slot index
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   size_t live_ = 0;

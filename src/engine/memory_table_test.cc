@@ -1,4 +1,4 @@
-// Unit tests of the memory table: keys with generations, bounds, access and PD checks.
+// Unit tests of the memory table: keys (random names, generations), bounds, access and PD checks.
 #include "engine/memory_table.h"
 
 #include "engine/test_host_memory.h"
@@ -10,7 +10,8 @@ namespace {
 
 struct Table : ::testing::Test {
   testing::FakeHostMemory host;
-  MemoryTable t{host};
+  NameSource names{NameSource::Seed{}};
+  MemoryTable t{host, names};
   Pd pd, other;
   uint8_t buf[4096];
 };
@@ -34,8 +35,8 @@ TEST_F(Table, remove__stale_key_never_matches_the_next_mr) {
   uint32_t stale = a->key;
   ASSERT_TRUE(t.remove(a));
   Mr* b = t.add(&pd, buf, 100, 0, kRemoteRead, 10);
-  EXPECT_EQ(b->key >> 8, stale >> 8);  // same slot
-  EXPECT_NE(b->key, stale);
+  EXPECT_NE(b->key >> 8, stale >> 8);  // the slot again, under a new name
+  EXPECT_NE(b->key & 0xff, stale & 0xff);  // and the next generation
   EXPECT_EQ(t.find(stale), nullptr);
   AccessError e;
   EXPECT_EQ(t.check_remote(stale, &pd, 0, 1, kRemoteRead, &e), nullptr);

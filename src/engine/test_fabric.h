@@ -103,6 +103,7 @@ class Fabric {
     n->gid.raw = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, ip_last};
     DeviceConfig cfg;
     cfg.gid = n->gid;
+    cfg.name_seed[0] = ip_last;  // each node its own QPNs and keys, the same in every run
     if (tweak) tweak(cfg);
     n->dev = std::make_unique<Device>(cfg, *n->port, wire_.clock(), n->memory, n->sink);
     Device* dev = n->dev.get();

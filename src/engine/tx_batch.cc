@@ -28,13 +28,15 @@ void TxBatch::reserve(size_t need) {
 }
 
 std::span<uint8_t> TxBatch::start(const wire::Packet& p, size_t payload_len,
-                                  const wire::IpUdpInfo& ip, uint8_t tos) {
+                                  const wire::IpUdpInfo& ip, uint8_t tos, uint32_t qpn) {
   wire::Packet hdr = p;
   uint8_t pad = wire::pad_for(payload_len);
   hdr.bth.pad_count = pad;
   header_len_ = wire::header_size(hdr.bth.opcode);
   payload_len_ = payload_len;
-  total_len_ = header_len_ + payload_len + pad + wire::kIcrcSize;
+  trailer_len_ = auth_ != nullptr ? auth_->trailer_size(qpn) : 0;
+  qpn_ = qpn;
+  total_len_ = header_len_ + payload_len + pad + trailer_len_ + wire::kIcrcSize;
   opcode_ = hdr.bth.opcode;
   kind_ = wire::packet_kind(hdr.bth.opcode, hdr.bth.dest_qp);
   fill_ = (fill_ + kAlign - 1) & ~(kAlign - 1);
@@ -52,6 +54,8 @@ size_t TxBatch::commit(PacketPort& port, Counters& c) {
   size_t pad = wire::pad_for(payload_len_);
   size_t body = header_len_ + payload_len_ + pad;
   std::memset(buf + header_len_ + payload_len_, 0, pad);
+  if (trailer_len_ != 0) auth_->seal(qpn_, {buf, body}, buf + body);  // authenticated mode
+  body += trailer_len_;
   uint32_t icrc = wire::compute_icrc(pkts_[used_].ip, {buf, body});
   wire::store_icrc(icrc, buf + body);
   offset_[used_] = start_;

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "engine/counters.h"
+#include "engine/packet_auth.h"
 #include "engine/ports.h"
 #include "wire/headers.h"
 
@@ -16,12 +17,16 @@ class TxBatch {
  public:
   static constexpr size_t kMaxBatch = 64;
 
+  // Packets of authenticated QPs are sealed here (packet_auth.h); null: none are.
+  void set_auth(PacketAuth* auth) { auth_ = auth; }
+
   // Starts a packet: writes the headers of p (pad count set from payload_len) and returns
-  // the payload area for the caller to fill; then call commit().
+  // the payload area for the caller to fill; then call commit(). `qpn`: the local QP that
+  // sends it (0 for none), whose keys seal it if it has any.
   std::span<uint8_t> start(const wire::Packet& p, size_t payload_len,
-                           const wire::IpUdpInfo& ip, uint8_t tos = 0);
-  // Zeroes the pad, computes and stores the ICRC, counts the packet; flushes when full.
-  // Returns the packet's size (BTH to ICRC).
+                           const wire::IpUdpInfo& ip, uint8_t tos = 0, uint32_t qpn = 0);
+  // Zeroes the pad, seals an authenticated QP's packet, computes and stores the ICRC, counts
+  // the packet; flushes when full. Returns the packet's size (BTH to ICRC).
   size_t commit(PacketPort& port, Counters& c);
   void flush(PacketPort& port);
   size_t pending() const { return used_; }
@@ -39,7 +44,9 @@ class TxBatch {
   std::array<size_t, kMaxBatch> offset_{};  // where each packet starts in the arena
   size_t used_ = 0;
   // The packet started and not yet committed.
-  size_t start_ = 0, payload_len_ = 0, header_len_ = 0, total_len_ = 0;
+  size_t start_ = 0, payload_len_ = 0, header_len_ = 0, total_len_ = 0, trailer_len_ = 0;
+  uint32_t qpn_ = 0;
+  PacketAuth* auth_ = nullptr;
   uint8_t opcode_ = 0;
   wire::PacketKind kind_ = wire::PacketKind::kRequest;
 };

@@ -103,7 +103,8 @@ bool LiveConfig::parse(const Lookup& get, LiveConfig& out, std::string& error) {
     const char* name;
     bool* value;
   };
-  for (const Flag& f : {Flag{"VRNIC_DIRECT", &c.direct}, Flag{"VRNIC_STATS", &c.stats},
+  for (const Flag& f : {Flag{"VRNIC_DIRECT", &c.direct}, Flag{"VRNIC_AUTH", &c.auth},
+                        Flag{"VRNIC_STATS", &c.stats},
                         Flag{"VRNIC_DEBUG", &c.debug}}) {
     const char* v = get(f.name);
     if (v && *v && !parse_flag(f.name, v, *f.value, error)) return false;

@@ -30,6 +30,7 @@ struct LiveConfig {
   std::optional<uint32_t> send_window_bytes;  // VRNIC_SEND_WINDOW_KB
   engine::DcqcnParams cc;  // VRNIC_CC (NVIDIA's parameter names)
   bool direct = false;     // VRNIC_DIRECT
+  bool auth = false;       // VRNIC_AUTH: authenticated connections (docs/protocol.md)
   bool stats = false;      // VRNIC_STATS: print the counters at exit
   bool debug = false;      // VRNIC_DEBUG: diagnostics on stderr
   Timing timing;

@@ -51,7 +51,10 @@ int CountersFile::create(const std::string& device, const std::string& ip,
   const size_t size = rates_offset + kCountersRates * sizeof(CountersRate);
 
   std::string path = counters_path(getpid(), device);
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A file at this path is stale (its writer had this pid and is gone): a new one, never
+  // that one reused, so that a cleanup reading the old one cannot remove the new.
+  unlink(path.c_str());
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return errno;
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     int e = errno;
@@ -178,15 +181,59 @@ std::vector<CountersSnapshot> read_all_counters(pid_t only_pid) {
     if (name.rfind("vrnic.", 0) != 0) continue;
     pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 6, nullptr, 10));
     if (pid <= 0 || (only_pid && pid != only_pid)) continue;
-    if (kill(pid, 0) != 0 && errno == ESRCH) continue;  // stale: the program died
     CountersSnapshot s;
     if (!read_counters_file(std::string(kCountersDir) + "/" + name, s) || s.pid != pid) continue;
-    // The pid was reused: the file's writer died and another process now has its number.
-    if (s.proc_start_ticks && s.proc_start_ticks != process_start_ticks(pid)) continue;
+    // Stale: the program died (and maybe another process now has its number).
+    if (writer_gone(pid, s.proc_start_ticks)) continue;
     out.push_back(std::move(s));
   }
   closedir(d);
   return out;
+}
+
+bool writer_gone(pid_t pid, uint64_t start_ticks) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  if (start_ticks == 0) return false;
+  const uint64_t now = process_start_ticks(pid);
+  return now != 0 && now != start_ticks;
+}
+
+bool unlink_if_same(const std::string& path, int fd) {
+  struct stat open_st, path_st;
+  if (fstat(fd, &open_st) != 0 || stat(path.c_str(), &path_st) != 0) return false;
+  if (open_st.st_dev != path_st.st_dev || open_st.st_ino != path_st.st_ino) return false;
+  return unlink(path.c_str()) == 0;
+}
+
+size_t remove_stale_counters_files() {
+  DIR* d = opendir(kCountersDir);
+  if (!d) return 0;
+  size_t removed = 0;
+  const uid_t me = geteuid();
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    char* end = nullptr;
+    if (name.rfind("vrnic.", 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + 6, &end, 10);
+    if (pid <= 0 || end == name.c_str() + 6 || *end != '.') continue;  // not vrnic.<pid>.<dev>
+    const std::string path = std::string(kCountersDir) + "/" + name;
+    const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st;
+    CountersFileHeader h{};
+    // A file without a complete header is one being created (its writer lives) or one
+    // whose writer died creating it: the pid alone decides then.
+    const bool mine = fstat(fd, &st) == 0 && (me == 0 || st.st_uid == me);
+    const bool have_header = pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
+                             std::memcmp(h.magic, kCountersMagic, sizeof h.magic) == 0 &&
+                             h.pid == pid;
+    if (mine && writer_gone(static_cast<pid_t>(pid), have_header ? h.proc_start_ticks : 0) &&
+        unlink_if_same(path, fd))
+      ++removed;
+    close(fd);
+  }
+  closedir(d);
+  return removed;
 }
 
 uint64_t process_start_ticks(pid_t pid) {

@@ -67,6 +67,7 @@ class CountersFile {
   CountersFile& operator=(const CountersFile&) = delete;
 
   // Returns 0 or an errno value (then counters() is null and the device counts privately).
+  // The file is the owner's only (0600): root's `vrnic stats` reads every program's.
   int create(const std::string& device, const std::string& ip, const std::string& program);
   engine::Counters* counters() const { return counters_; }
   // Publishes the QPs' rates (the first kCountersRates of them).
@@ -103,6 +104,21 @@ std::vector<CountersSnapshot> read_all_counters(pid_t only_pid = 0);
 
 // A process's start in clock ticks since boot (/proc/<pid>/stat field 22); 0 if unreadable.
 uint64_t process_start_ticks(pid_t pid);
+
+// True if the process that wrote a file as `pid` (started at `start_ticks`, 0: unknown) has
+// exited: no process has the pid, or the one that has it started at another time (the pid
+// was reused).
+bool writer_gone(pid_t pid, uint64_t start_ticks);
+
+// Removes the counters files of programs that exited without closing their device (killed,
+// crashed): `vrnic.<pid>.<device>` files of kCountersDir whose writer is gone (writer_gone).
+// Only files this user may remove are looked at (/dev/shm is sticky). Called when a device
+// opens. Returns how many were removed.
+size_t remove_stale_counters_files();
+
+// Unlinks `path` if it is still the file open as `fd` (a new file of a reused pid may have
+// replaced it since it was read). True if unlinked.
+bool unlink_if_same(const std::string& path, int fd);
 
 CountersRate to_counters_rate(const engine::QpRate& r);
 // "qp 0x000013 rate 9876.5 Mb/s target 12000.0 Mb/s alpha 0.0312" lines, one per QP.

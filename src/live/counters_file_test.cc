@@ -2,6 +2,7 @@
 #include "live/counters_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +92,75 @@ TEST(ReadAllCounters, pid_reused_by_a_later_process__file_is_skipped) {
             static_cast<ssize_t>(sizeof earlier));
   close(fd);
   EXPECT_TRUE(read_all_counters(getpid()).empty());
+}
+
+TEST(CountersFile, create__file_is_the_owners_only) {
+  CountersFile f;
+  ASSERT_EQ(f.create("vrnicmode", "127.0.0.14", "mode"), 0);
+  struct stat st;
+  ASSERT_EQ(stat(f.path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, geteuid());
+}
+
+// A file left as a killed program leaves it: the writer (a forked child) has exited.
+std::string leave_file_of_dead_child(const char* device) {
+  pid_t child = fork();
+  if (child == 0) {
+    auto* f = new CountersFile();
+    _exit(f->create(device, "127.0.0.15", "dead") == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return counters_path(child, device);
+}
+
+TEST(RemoveStaleCountersFiles, dead_writer__file_removed_live_ones_kept) {
+  const std::string stale = leave_file_of_dead_child("vrnicgone");
+  ASSERT_EQ(access(stale.c_str(), F_OK), 0);
+  CountersFile mine;
+  ASSERT_EQ(mine.create("vrnichere", "127.0.0.16", "here"), 0);
+  EXPECT_GE(remove_stale_counters_files(), 1u);
+  EXPECT_NE(access(stale.c_str(), F_OK), 0);
+  EXPECT_EQ(access(mine.path().c_str(), F_OK), 0);  // its writer (this process) lives
+  EXPECT_EQ(remove_stale_counters_files(), 0u);
+}
+
+TEST(RemoveStaleCountersFiles, pid_reused__file_removed) {
+  // The file's header says an earlier process with this pid wrote it.
+  CountersFile old;
+  ASSERT_EQ(old.create("vrnicreuse", "127.0.0.17", "old"), 0);
+  const uint64_t earlier = process_start_ticks(getpid()) - 1;
+  int fd = open(old.path().c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, &earlier, sizeof earlier, offsetof(CountersFileHeader, proc_start_ticks)),
+            static_cast<ssize_t>(sizeof earlier));
+  close(fd);
+  EXPECT_GE(remove_stale_counters_files(), 1u);
+  EXPECT_NE(access(old.path().c_str(), F_OK), 0);
+}
+
+TEST(RemoveStaleCountersFiles, file_being_created_by_a_live_writer__kept) {
+  // No magic yet: the writer (this process) is still filling the header in.
+  const std::string path = counters_path(getpid(), "vrnichalf");
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  close(fd);
+  remove_stale_counters_files();
+  EXPECT_EQ(access(path.c_str(), F_OK), 0);
+  unlink(path.c_str());
+}
+
+TEST(RemoveStaleCountersFiles, other_names__untouched) {
+  const std::string path = std::string(kCountersDir) + "/vrnic.x" + std::to_string(getpid());
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  remove_stale_counters_files();
+  EXPECT_EQ(access(path.c_str(), F_OK), 0);
+  unlink(path.c_str());
 }
 
 TEST(ProcessStartTicks, own_pid__matches_file_header_and_dead_pid__zero) {

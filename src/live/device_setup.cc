@@ -3,7 +3,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,6 +24,15 @@ namespace {
 const char* program_name() {
   const char* prog = program_invocation_short_name;
   return prog ? prog : "?";
+}
+
+// The seed of the engine's QPN and key generator (engine/names.h): the kernel's CSPRNG, so
+// every device of every process draws names no other can foresee. 0 or an errno.
+int name_seed(std::array<uint8_t, 32>& seed) {
+  if (getrandom(seed.data(), seed.size(), 0) == static_cast<ssize_t>(seed.size())) return 0;
+  const int e = errno;
+  log_error("getrandom: %s: no seed for the QP numbers and memory keys", std::strerror(e));
+  return e;
 }
 
 }  // namespace
@@ -65,6 +77,13 @@ int LiveNic::Impl::make_device() {
       static_cast<uint32_t>(std::clamp(port->granted_rcvbuf() / 4, 0, 1 << 20));
   if (config.send_window_bytes) dc.send_window_bytes = *config.send_window_bytes;
   dc.cc = config.cc;
+  if (int e = name_seed(dc.name_seed)) return e;
+  // libsodium's fastest code for this CPU (ChaCha20 for the names, the authenticated mode's
+  // MAC); without it the portable one runs.
+  if (sodium_init() < 0) log_error("sodium_init failed: the portable ChaCha20 and Poly1305 run");
+  // What killed programs left in /dev/shm goes before this device adds its own.
+  const size_t stale = remove_stale_counters_files() + DirectWindow::remove_stale_tables();
+  if (stale != 0) log_debug("removed %zu files of exited programs from /dev/shm", stale);
   if (int e = counters_file.create(name, ip_string, program_name()); e != 0)
     log_debug("no counters file (%s): counting privately", std::strerror(e));
   dc.counters = counters_file.counters();

@@ -2,6 +2,7 @@
 // batched process_vm_writev / readv copies it allows.
 #include "live/direct_window.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/syscall.h>
@@ -14,12 +15,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 
 #include "engine/types.h"
+#include "live/counters_file.h"
 #include "live/log.h"
 
 namespace vrnic::live {
@@ -82,6 +85,35 @@ std::string DirectWindow::path_for(bool ipv6, const std::array<uint8_t, 16>& ip)
   return s;
 }
 
+size_t DirectWindow::remove_stale_tables() {
+  DIR* d = opendir("/dev/shm");
+  if (d == nullptr) return 0;
+  size_t removed = 0;
+  const uid_t me = geteuid();
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("vrnic.direct.", 0) != 0) continue;
+    const std::string path = "/dev/shm/" + name;
+    const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    uint64_t magic = 0;
+    uint32_t pid = 0;
+    uint64_t ticks = 0;
+    const bool mine = fstat(fd, &st) == 0 && (me == 0 || st.st_uid == me);
+    // A table without its magic is being created; its creator lives (it has the address).
+    const bool whole =
+        pread(fd, &magic, 8, offsetof(Header, magic)) == 8 && magic == kMagic &&
+        pread(fd, &pid, 4, offsetof(Header, pid)) == 4 &&
+        pread(fd, &ticks, 8, offsetof(Header, start_ticks)) == 8 && pid != 0;
+    if (mine && whole && writer_gone(static_cast<pid_t>(pid), ticks) && unlink_if_same(path, fd))
+      ++removed;
+    close(fd);
+  }
+  closedir(d);
+  return removed;
+}
+
 DirectWindow* DirectWindow::create(bool ipv6, const std::array<uint8_t, 16>& ip, int& err) {
   std::string path = path_for(ipv6, ip);
   // The address is this device's (its UDP port is bound exclusively), so a file left by a
@@ -110,10 +142,12 @@ DirectWindow* DirectWindow::create(bool ipv6, const std::array<uint8_t, 16>& ip,
   w->own_.base = base;
   w->own_.size = kFileSize;
   Header* h = w->own_.header();
-  h->magic = kMagic;
   h->pid = static_cast<uint32_t>(getpid());
+  h->start_ticks = process_start_ticks(getpid());
   h->mr_slots = kMrSlots;
   h->qp_slots = kQpSlots;
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kMagic;  // last: a reader that sees it sees the owner's pid and start
   allow_peer_copies();
   h->alive.store(1, std::memory_order_release);
   return w;
@@ -147,8 +181,36 @@ void DirectWindow::wait_idle(MrSlot& slot) {
   }
 }
 
+// Entries are found by their key's name (a QP's by its number): the home slot, or one of
+// the kProbe after it (names are random, so two live ones may share a home). The owner puts
+// an entry where it already is, else in the first free slot of the run; a run with none
+// free leaves the region (or QP) unpublished: its accesses go on the wire.
+DirectWindow::MrSlot* DirectWindow::own_mr_slot(uint32_t key, bool take) {
+  MrSlot* free = nullptr;
+  for (uint32_t i = 0; i < kProbe; ++i) {
+    MrSlot& s = own_.mrs()[((key >> 8) + i) & (kMrSlots - 1)];
+    const bool valid = s.valid.load(std::memory_order_relaxed) != 0;
+    if (valid && s.key.load(std::memory_order_relaxed) == key) return &s;
+    if (!valid && free == nullptr) free = &s;
+  }
+  return take ? free : nullptr;
+}
+
+DirectWindow::QpSlot* DirectWindow::own_qp_slot(uint32_t qpn, bool take) {
+  QpSlot* free = nullptr;
+  for (uint32_t i = 0; i < kProbe; ++i) {
+    QpSlot& s = own_.qps()[(qpn + i) & (kQpSlots - 1)];
+    const bool valid = (s.flags.load(std::memory_order_relaxed) & kQpValid) != 0;
+    if (valid && s.qpn.load(std::memory_order_relaxed) == qpn) return &s;
+    if (!valid && free == nullptr) free = &s;
+  }
+  return take ? free : nullptr;
+}
+
 void DirectWindow::publish_mr(const engine::DirectMr& mr) {
-  MrSlot& s = own_.mrs()[(mr.key >> 8) & (kMrSlots - 1)];
+  MrSlot* slot = own_mr_slot(mr.key, true);
+  if (slot == nullptr) return;
+  MrSlot& s = *slot;
   const uint32_t seq = s.seq.load(std::memory_order_relaxed);
   s.seq.store(seq + 1, std::memory_order_seq_cst);  // peers stop starting copies
   wait_idle(s);                                     // and those under way finish
@@ -163,8 +225,9 @@ void DirectWindow::publish_mr(const engine::DirectMr& mr) {
 }
 
 void DirectWindow::retract_mr(uint32_t key) {
-  MrSlot& s = own_.mrs()[(key >> 8) & (kMrSlots - 1)];
-  if (s.key.load(std::memory_order_relaxed) != key) return;  // the slot holds another region
+  MrSlot* slot = own_mr_slot(key, false);
+  if (slot == nullptr) return;  // never published
+  MrSlot& s = *slot;
   const uint32_t seq = s.seq.load(std::memory_order_relaxed);
   s.seq.store(seq + 1, std::memory_order_seq_cst);
   wait_idle(s);
@@ -173,7 +236,9 @@ void DirectWindow::retract_mr(uint32_t key) {
 }
 
 void DirectWindow::publish_qp(const engine::DirectQp& qp) {
-  QpSlot& s = own_.qps()[qp.qpn & (kQpSlots - 1)];
+  QpSlot* slot = own_qp_slot(qp.qpn, true);
+  if (slot == nullptr) return;
+  QpSlot& s = *slot;
   const uint32_t seq = s.seq.load(std::memory_order_relaxed);
   s.seq.store(seq + 1, std::memory_order_seq_cst);
   uint64_t ip[2];
@@ -190,8 +255,9 @@ void DirectWindow::publish_qp(const engine::DirectQp& qp) {
 }
 
 void DirectWindow::retract_qp(uint32_t qpn) {
-  QpSlot& s = own_.qps()[qpn & (kQpSlots - 1)];
-  if (s.qpn.load(std::memory_order_relaxed) != qpn) return;
+  QpSlot* slot = own_qp_slot(qpn, false);
+  if (slot == nullptr) return;
+  QpSlot& s = *slot;
   const uint32_t seq = s.seq.load(std::memory_order_relaxed);
   s.seq.store(seq + 1, std::memory_order_seq_cst);
   s.flags.store(0, std::memory_order_relaxed);
@@ -291,9 +357,20 @@ bool DirectWindow::refuse(Peer& peer) {
 
 // The responder QP: connected to this QP, accepting requests, with the right enabled. A
 // slot being rewritten (odd or changed seq) is kBusy: the wire, without a liveness check.
+// The entry is looked for in the probe run of its QPN (own_qp_slot).
 DirectWindow::Verdict DirectWindow::check_qp(const Peer& peer, const engine::DirectOp& op,
                                              uint32_t& pd) {
-  QpSlot& q = peer.map.qps()[op.dest_qpn & (kQpSlots - 1)];
+  bool busy = false;
+  for (uint32_t i = 0; i < kProbe; ++i) {
+    const Verdict v = check_qp_slot(peer.map.qps()[(op.dest_qpn + i) & (kQpSlots - 1)], op, pd);
+    if (v == Verdict::kBusy) busy = true;
+    else if (v != Verdict::kAbsent) return v;
+  }
+  return busy ? Verdict::kBusy : Verdict::kRefused;
+}
+
+DirectWindow::Verdict DirectWindow::check_qp_slot(const QpSlot& q, const engine::DirectOp& op,
+                                                  uint32_t& pd) {
   const uint32_t qseq = q.seq.load(std::memory_order_acquire);
   if (qseq & 1) return Verdict::kBusy;
   const uint32_t qpn = q.qpn.load(std::memory_order_relaxed);
@@ -305,10 +382,11 @@ DirectWindow::Verdict DirectWindow::check_qp(const Peer& peer, const engine::Dir
                      q.dest_ip[1].load(std::memory_order_relaxed)};
   std::atomic_thread_fence(std::memory_order_acquire);
   if (q.seq.load(std::memory_order_relaxed) != qseq) return Verdict::kBusy;
+  if (qpn != op.dest_qpn || !(qflags & kQpValid)) return Verdict::kAbsent;
   uint64_t src[2];
   ip_words(op.src_ip, src);
   const uint32_t right = op.read ? engine::kRemoteRead : engine::kRemoteWrite;
-  const bool allowed = qpn == op.dest_qpn && (qflags & kQpValid) && (qflags & kQpResponds) &&
+  const bool allowed = (qflags & kQpResponds) &&
                        ((qflags & kQpIpv6) != 0) == op.ipv6 && qdest == op.qpn &&
                        qip[0] == src[0] && qip[1] == src[1] && (qaccess & right);
   return allowed ? Verdict::kAllowed : Verdict::kRefused;
@@ -319,7 +397,18 @@ DirectWindow::Verdict DirectWindow::check_qp(const Peer& peer, const engine::Dir
 // before a byte moves, which only the owner can tell. kAllowed fills `mr`.
 DirectWindow::Verdict DirectWindow::check_mr(const Peer& peer, const engine::DirectOp& op,
                                              uint32_t pd, MrView& mr) {
-  MrSlot& m = peer.map.mrs()[(op.rkey >> 8) & (kMrSlots - 1)];
+  bool busy = false;
+  for (uint32_t i = 0; i < kProbe; ++i) {
+    MrSlot& m = peer.map.mrs()[((op.rkey >> 8) + i) & (kMrSlots - 1)];
+    const Verdict v = check_mr_slot(m, op, pd, mr);
+    if (v == Verdict::kBusy) busy = true;
+    else if (v != Verdict::kAbsent) return v;
+  }
+  return busy ? Verdict::kBusy : Verdict::kRefused;
+}
+
+DirectWindow::Verdict DirectWindow::check_mr_slot(MrSlot& m, const engine::DirectOp& op,
+                                                  uint32_t pd, MrView& mr) {
   const uint32_t mseq = m.seq.load(std::memory_order_acquire);
   if (mseq & 1) return Verdict::kBusy;
   const uint32_t key = m.key.load(std::memory_order_relaxed);
@@ -331,8 +420,9 @@ DirectWindow::Verdict DirectWindow::check_mr(const Peer& peer, const engine::Dir
   const uint64_t host = m.host.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (m.seq.load(std::memory_order_relaxed) != mseq) return Verdict::kBusy;
+  if (!valid || key != op.rkey) return Verdict::kAbsent;
   const uint32_t right = op.read ? engine::kRemoteRead : engine::kRemoteWrite;
-  if (!valid || key != op.rkey || mpd != pd || !(maccess & right) ||
+  if (mpd != pd || !(maccess & right) ||
       (maccess & engine::kOnDemand))
     return Verdict::kRefused;
   const uint64_t end = op.remote_addr + op.length;

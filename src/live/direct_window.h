@@ -29,6 +29,9 @@ class DirectWindow final : public engine::DirectLink {
 
   // The file name for an address in this process's network namespace.
   static std::string path_for(bool ipv6, const std::array<uint8_t, 16>& ip);
+  // Removes the tables of devices whose process exited without closing them (killed), in
+  // any namespace: the owner pid is gone or reused. Only this user's files. Returns how many.
+  static size_t remove_stale_tables();
 
   void publish_mr(const engine::DirectMr& mr) override;
   void retract_mr(uint32_t key) override;
@@ -47,13 +50,15 @@ class DirectWindow final : public engine::DirectLink {
 
   // Layout of the shared file (public for the tests). Every field is an atomic: the owner
   // writes while peers read.
-  static constexpr uint64_t kMagic = 0x3177646e63696e72ull;  // "rnicndw1"
+  static constexpr uint64_t kMagic = 0x3277646e63696e72ull;  // "rnicndw2"
   static constexpr uint32_t kMrSlots = 16384, kQpSlots = 16384;
+  static constexpr uint32_t kProbe = 8;  // slots an entry may sit in from its home slot
   struct Header {
     uint64_t magic;
     uint32_t pid;
     uint32_t mr_slots, qp_slots;
     std::atomic<uint32_t> alive;  // 0 once the owner closed the device
+    uint64_t start_ticks;  // the owner's start (process_start_ticks): tells a reused pid
   };
   struct MrSlot {
     std::atomic<uint32_t> seq;   // odd while the owner changes the entry
@@ -105,14 +110,20 @@ class DirectWindow final : public engine::DirectLink {
   };
   // A check of a peer's table: allowed; a slot being rewritten (the wire, this time); or
   // refused (the wire; and now and then a check that the table's owner still lives).
-  enum class Verdict { kAllowed, kBusy, kRefused };
+  // kAbsent: this slot holds another entry (the lookup tries the next of the run).
+  enum class Verdict { kAllowed, kBusy, kRefused, kAbsent };
   struct MrView {
     MrSlot* slot = nullptr;
     uint32_t seq = 0;     // the slot's sequence when checked
     uint64_t remote = 0;  // where the range starts in the owner's address space
   };
   static Verdict check_qp(const Peer& peer, const engine::DirectOp& op, uint32_t& pd);
+  static Verdict check_qp_slot(const QpSlot& q, const engine::DirectOp& op, uint32_t& pd);
   static Verdict check_mr(const Peer& peer, const engine::DirectOp& op, uint32_t pd, MrView& mr);
+  static Verdict check_mr_slot(MrSlot& m, const engine::DirectOp& op, uint32_t pd, MrView& mr);
+  // The owner's slot of a key / QPN in its probe run; with `take`, a free one if it has none.
+  MrSlot* own_mr_slot(uint32_t key, bool take);
+  QpSlot* own_qp_slot(uint32_t qpn, bool take);
   bool refuse(Peer& peer);  // false, after the liveness check
   void enqueue(size_t peer, const MrView& mr, const engine::DirectOp& op);
   Peer* peer_for(bool ipv6, const std::array<uint8_t, 16>& ip, size_t& index);

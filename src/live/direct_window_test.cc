@@ -1,6 +1,8 @@
 // DirectWindow in one process: the table file, copies both ways, and retraction of pinned slots.
 #include "live/direct_window_test_support.h"
 
+#include "live/counters_file.h"
+
 namespace vrnic::live {
 namespace {
 
@@ -33,8 +35,9 @@ TEST_F(DirectWindowTest, table__file_at_path_for_with_the_promised_header) {
   ASSERT_NE(base, MAP_FAILED);
   const auto* h = static_cast<const DirectWindow::Header*>(base);
   EXPECT_EQ(h->magic, DirectWindow::kMagic);
-  EXPECT_EQ(std::memcmp(&h->magic, "rnicndw1", 8), 0);  // as the header spells it
+  EXPECT_EQ(std::memcmp(&h->magic, "rnicndw2", 8), 0);  // as the header spells it
   EXPECT_EQ(h->pid, uint32_t(getpid()));
+  EXPECT_EQ(h->start_ticks, process_start_ticks(getpid()));  // tells a reused pid
   EXPECT_EQ(h->mr_slots, DirectWindow::kMrSlots);
   EXPECT_EQ(h->qp_slots, DirectWindow::kQpSlots);
   EXPECT_EQ(h->alive.load(), 1u);
@@ -66,6 +69,44 @@ TEST_F(DirectWindowTest, create__replaces_a_stale_file_at_the_address) {
   struct stat st {};
   ASSERT_EQ(stat(p.c_str(), &st), 0);
   EXPECT_GT(st.st_size, 4);
+}
+
+TEST_F(DirectWindowTest, remove_stale_tables__table_of_a_killed_owner_goes_live_ones_stay) {
+  const Ip ip = address(204);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // creates its table and dies without closing it, as kill -9 would
+    int err = 0;
+    _exit(DirectWindow::create(false, ip, err) != nullptr ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string left = DirectWindow::path_for(false, ip);
+  ASSERT_TRUE(file_exists(left));
+  EXPECT_GE(DirectWindow::remove_stale_tables(), 1u);
+  EXPECT_FALSE(file_exists(left));
+  EXPECT_TRUE(file_exists(resp_->path()));  // this process's own tables stay
+  EXPECT_TRUE(file_exists(req_->path()));
+}
+
+// Keys are random names: two live regions may share a home slot. Both are found.
+TEST_F(DirectWindowTest, publish_mr__keys_sharing_a_home_slot_are_both_published) {
+  resp_->publish_qp(qp());
+  const uint32_t other = kKey + (DirectWindow::kMrSlots << 8);  // same home, another key
+  DirectMr second = mr(other);
+  second.iova = kIova + 2 * kLen;  // its own range (over the same bytes here)
+  resp_->publish_mr(mr());
+  resp_->publish_mr(second);
+  ASSERT_TRUE(req_->submit(op(false, kIova, source_.data(), 64)));
+  ASSERT_TRUE(req_->submit(op(false, kIova + 2 * kLen + 64, source_.data() + 64, 64, other)));
+  EXPECT_EQ(req_->flush(), 2u);
+  EXPECT_EQ(std::memcmp(target_.data(), source_.data(), 128), 0);
+  resp_->retract_mr(kKey);  // the first goes; the second is still found past its slot
+  expect_read_refused(kKey);
+  ASSERT_TRUE(req_->submit(op(false, kIova + 2 * kLen, source_.data() + 7, 1, other)));
+  EXPECT_EQ(req_->flush(), 1u);
+  EXPECT_EQ(target_[0], source_[7]);
 }
 
 // --- copies --------------------------------------------------------------------------------

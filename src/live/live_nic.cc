@@ -43,6 +43,7 @@ const std::string& LiveNic::ip_string() const { return impl_->ip_string; }
 bool LiveNic::is_ipv6() const { return impl_->ipv6; }
 const engine::Counters& LiveNic::counters() const { return device_->counters(); }
 const std::string& LiveNic::counters_path() const { return impl_->counters_file.path(); }
+bool LiveNic::auth_mode() const { return impl_->config.auth; }
 
 void LiveNic::set_gsi_handler(GsiHandler h) {
   locked([&](engine::Device&) { impl_->sink.gsi_ = std::move(h); });

@@ -115,6 +115,8 @@ class LiveNic {
   const engine::Counters& counters() const;
   // "/dev/shm/vrnic.<pid>.vrnic0", or empty if the file could not be created.
   const std::string& counters_path() const;
+  // VRNIC_AUTH: the connection manager agrees keys for every RC connection it sets up.
+  bool auth_mode() const;
 
  private:
   explicit LiveNic(const Timing& timing);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <random>
 
+#include "rdmacm/auth.h"
 #include "rdmacm/state.h"
 
 namespace vrnic::rdmacm {
@@ -73,6 +74,8 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* cp) {
       if (pd.size() > vrnic::cm::kSidrReqUserPrivate) return fail(EINVAL);
     } else if (pd.size() > vrnic::cm::kReqUserPrivate) {
       return fail(EINVAL);
+    } else if (auth_mode(s)) {
+      if (int e = auth_offer(id, a.params.private_data)) return fail(e);  // the REQ's share
     }
     id->mine = a.params;
     uint32_t conn = 0;
@@ -115,6 +118,10 @@ RDMACM_EXPORT int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* cp) {
     id->mine.retry_count = id->peer.retry_count;  // the REQ's, for both ends (IBA 12.7.38)
     id->mine.path_mtu = std::min(id->mine.path_mtu, id->peer.path_mtu);
     id->mine.private_data.assign(pd.begin(), pd.end());
+    if (auth_mode(s)) {  // the keys on the QP before it takes a packet; the REP's share
+      const uint32_t qpn = cm_id->qp ? cm_id->qp->qp_num : (cp ? cp->qp_num : 0);
+      if (int e = auth_accept(s, id, qpn, id->mine.private_data)) return fail(e);
+    }
     if (cm_id->qp && (qp_to_rtr(id) != 0 || qp_to_rts(id) != 0)) return -1;
     const int err = s.manager().accept(id->conn, id->mine);
     if (err) return fail(err);

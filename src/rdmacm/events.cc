@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rdmacm/auth.h"
 #include "rdmacm/state.h"
 
 namespace vrnic::rdmacm {
@@ -96,7 +97,23 @@ void on_established(Service& s, Id* id, const cm::Event& ev) {
 
 // REP: with a QP on the id, it goes to RTR and RTS and the RTU leaves (ESTABLISHED follows);
 // without one the program gets CONNECT_RESPONSE and calls rdma_establish itself.
-void handle_connect_response(Service& s, Id* id, const cm::Event& ev) {
+void handle_connect_response(Service& s, Id* id, const cm::Event& reply) {
+  cm::Event ev = reply;
+  // Authenticated mode: a REP without the peer's share is refused (REJ, consumer reject).
+  if (auth_mode(s) && !is_ud(id) && !auth_take_share(ev.peer.private_data, id->auth.peer_pk)) {
+    s.manager().reject(id->conn, {});
+    id->state = IdState::kDisconnected;
+    s.deliver(id, box_of(RDMA_CM_EVENT_REJECTED,
+                         static_cast<int>(wire::cm::RejReason::kConsumerReject)));
+    return;
+  }
+  if (auth_mode(s) && !is_ud(id)) {
+    if (int e = auth_complete(s, id, id->mine.qpn)) {
+      s.manager().reject(id->conn, {});
+      s.deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -e));
+      return;
+    }
+  }
   id->peer = ev.peer;
   if (id->id.qp == nullptr) {
     EventBox* b = box_of(RDMA_CM_EVENT_CONNECT_RESPONSE);
@@ -124,7 +141,17 @@ void Service::on_event(const cm::Event& ev) {
       manager_->reject(ev.conn, {});
       return;
     }
-    on_request(*this, it->second, ev);
+    if (is_ud(it->second) || !auth_mode(*this)) return on_request(*this, it->second, ev);
+    // Authenticated mode: a request without the peer's share is refused before the program
+    // sees it (the peer runs without the mode, or is no vrnic device).
+    cm::Event req = ev;
+    std::array<uint8_t, 32> peer_pk{};
+    if (!auth_take_share(req.peer.private_data, peer_pk)) {
+      manager_->reject(ev.conn, {});
+      return;
+    }
+    on_request(*this, it->second, req);
+    by_conn[ev.conn]->auth.peer_pk = peer_pk;
     return;
   }
   auto it = by_conn.find(ev.conn);
@@ -134,10 +161,14 @@ void Service::on_event(const cm::Event& ev) {
     case cm::EventType::kConnectResponse:
       handle_connect_response(*this, id, ev);
       return;
-    case cm::EventType::kEstablished:
+    case cm::EventType::kEstablished: {
       if (is_ud(id)) id->peer = ev.peer;
-      on_established(*this, id, ev);
+      cm::Event shown = ev;  // the REP's share is vrnic's, not the program's
+      std::array<uint8_t, 32> share{};
+      if (!is_ud(id) && auth_mode(*this)) auth_take_share(shown.peer.private_data, share);
+      on_established(*this, id, shown);
       return;
+    }
     case cm::EventType::kRejected: {
       id->state = IdState::kDisconnected;
       EventBox* b = box_of(RDMA_CM_EVENT_REJECTED, ev.reason);

@@ -235,6 +235,7 @@ void Service::run() {
       }
       on_event(ev);
     }
+    publish_counters();  // and what the events did (a REJ sent for a refused request)
   }
 }
 
@@ -253,6 +254,9 @@ void Service::publish_counters() {
 }
 
 void Service::deliver(Id* id, EventBox* box) {
+  // What led to the event (a REJ this side sent, say) is in the counters before the program
+  // sees it: a program that exits on the event leaves them complete.
+  publish_counters();
   box->ev.id = &id->id;
   if (!box->private_data.empty()) {
     box->ev.param.conn.private_data = box->private_data.data();

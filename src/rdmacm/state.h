@@ -3,6 +3,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -44,6 +45,11 @@ enum class IdState : uint8_t {
   kAccepting, kConnected, kDisconnected,
 };
 
+// Authenticated mode (auth.h): this side's key pair for the connection, and the peer's key.
+struct AuthState {
+  std::array<uint8_t, 32> pk{}, sk{}, peer_pk{};
+};
+
 // rdma_cm_id: the program holds &id (first member); the rest is the shim's.
 struct Id {
   rdma_cm_id id{};
@@ -64,6 +70,7 @@ struct Id {
   ibv_sa_path_rec path{};
   std::unique_ptr<ibv_qp_init_attr> ep_attr;  // passive rdma_create_ep: each request's QP
   std::vector<std::array<uint8_t, 16>> groups;  // multicast groups joined (GIDs)
+  AuthState auth;  // authenticated mode only
 };
 
 // The process's connection manager: one vrnic device (ibv_context shared by every id), one

@@ -77,6 +77,7 @@ int cmd_run(const RunOptions& o) {
   if (!o.rx_queues.empty()) setenv("VRNIC_RX_QUEUES", o.rx_queues.c_str(), 1);
   if (o.stats) setenv("VRNIC_STATS", "1", 1);
   if (o.direct) setenv("VRNIC_DIRECT", "1", 1);
+  if (o.auth) setenv("VRNIC_AUTH", "1", 1);
   if (o.debug) setenv("VRNIC_DEBUG", "1", 1);
   if (sysfs_view_wanted(o)) prepare_sysfs_view();
 

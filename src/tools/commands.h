@@ -7,7 +7,7 @@ namespace vrnic::tools {
 
 struct RunOptions {
   std::string ip, pcap, faults, cc, rx_queues;
-  bool stats = false, debug = false, direct = false;
+  bool stats = false, debug = false, direct = false, auth = false;
   bool no_sysfs = false;  // no sysfs view (also VRNIC_SYSFS=0)
   std::vector<std::string> command;  // PROGRAM ARGS...
 };

@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--direct", run.direct,
                     "same-host direct mode: RDMA WRITE/READ to peers on this host that use it "
                     "too are copied between the processes, not sent as packets");
+  run_cmd->add_flag("--auth", run.auth,
+                    "authenticated mode: RC connections made through the RDMA CM agree keys "
+                    "with the peer (a vrnic one in this mode too) and every packet carries a "
+                    "tag checked before it touches memory");
   run_cmd->add_flag("--debug", run.debug, "debug messages on stderr");
   run_cmd->add_flag("--no-sysfs", run.no_sysfs,
                     "no /sys/class/infiniband view or /dev/infiniband node (also VRNIC_SYSFS=0)");

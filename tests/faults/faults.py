@@ -21,9 +21,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
 import interop  # noqa: E402  (its output checks and the integrity case spec)
-from cm_faults import case_cm_peer_death, case_cm_rping  # noqa: E402
+from attack_cases import case_auth_refused, case_auth_rping, case_forged  # noqa: E402
+from cm_faults import case_cm_nft, case_cm_peer_death, case_cm_rping  # noqa: E402
+from kill_cases import case_mpi_kill, case_rstream_kill  # noqa: E402
 from last_byte_case import case_last_byte  # noqa: E402
 from faults_common import counters, read_log  # noqa: E402
+from netns import Nft, Skipped, netem_or_nft  # noqa: E402
 
 SKIP = 77
 
@@ -80,227 +83,25 @@ def cases():
         c[f"peer_loss_{op}"] = {"special": "peer_loss", "op": op}
     c["peer_kill_write_bw"] = {"special": "peer_kill"}
     c["cm_rping_loss20"] = {"special": "cm_rping", "faults": "loss=0.2,dup=0.05", "rounds": 20}
+    # The same loss on a real link: nftables drops 20 % and duplicates 5 % of the CM's MADs.
+    c["cm_nft_rping_loss20"] = {"special": "cm_nft", "program": "rping", "rounds": 10}
+    c["cm_nft_ucmatose_loss20"] = {"special": "cm_nft", "program": "ucmatose"}
+    # Killed peers above the verbs: an MPI rank, an end of an rsockets stream.
+    c["peer_kill_mpi_rank"] = {"special": "mpi_kill"}
+    for end in ("server", "client"):
+        c[f"peer_kill_rstream_{end}"] = {"special": "rstream_kill", "kill": end}
+    # Forged packets at a connected QP, and the authenticated mode (attack_cases.py).
+    c["forged_packets"] = {"special": "forged"}
+    c["forged_packets_auth"] = {"special": "forged", "auth": True}
+    c["auth_rping"] = {"special": "auth_rping"}
+    for side in ("client", "server"):
+        c[f"auth_refused_{side}_only"] = {"special": "auth_refused", "auth_side": side}
     c["cm_peer_death"] = {"special": "cm_peer_death"}
     c["last_byte_corrupt"] = {"special": "last_byte", "rounds": 300,
                               "faults": "corrupt=0.02,loss=0.01,dup=0.01"}
     c["inject_throughput"] = {"special": "throughput", "where": "inject"}
     c["netem_throughput"] = {"special": "throughput", "where": "netem"}
     return c
-
-
-class Skipped(Exception):
-    pass
-
-
-class Netem:
-    """Two namespaces joined by a veth pair, netem on both ends; removed on exit, whatever
-    happens (also on SIGTERM from ctest's timeout). Subclasses (Nft) replace impair() and use
-    their own names and subnet, so a netem and an nft case can run at the same time."""
-    NS, DEV, NET = "vrnicf", "vf", "10.99.0"
-
-    def __init__(self, netem_args):
-        tag = str(os.getpid())
-        self.ns = [f"{self.NS}-a-{tag}", f"{self.NS}-b-{tag}"]
-        self.dev = [f"{self.DEV}a{tag}"[:15], f"{self.DEV}b{tag}"[:15]]
-        # The server in namespace a; clients in namespace b, each with its own address (a
-        # vrnic process binds UDP port 4791 on its address).
-        self.addr = [f"{self.NET}.1", f"{self.NET}.2", f"{self.NET}.3"]
-        self.netem_args = netem_args
-        self.created = []
-
-    def _ip(self, *args, check=True):
-        r = subprocess.run(list(args), capture_output=True, text=True)
-        if check and r.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
-        return r
-
-    TOOLS = {"ip": "iproute2", "tc": "iproute2", "ethtool": "ethtool"}
-
-    def __enter__(self):
-        if os.geteuid() != 0:
-            raise Skipped(f"not root: network namespaces and {'/'.join(self.TOOLS)} need "
-                          "CAP_NET_ADMIN")
-        for tool, pkg in self.TOOLS.items():
-            if subprocess.run(["which", tool], capture_output=True).returncode != 0:
-                raise Skipped(f"'{tool}' ({pkg}) is not installed")
-        self.remove_stale()
-        for ns in self.ns:
-            r = self._ip("ip", "netns", "add", ns, check=False)
-            if r.returncode != 0:
-                self.__exit__()
-                raise Skipped(f"ip netns add failed: {r.stderr.strip()}")
-            self.created.append(ns)
-        try:
-            self._ip("ip", "link", "add", self.dev[0], "netns", self.ns[0], "type", "veth",
-                     "peer", "name", self.dev[1], "netns", self.ns[1])
-            for i in range(2):
-                n = self.ns[i]
-                # Jumbo frames, as RoCE networks use: a 4096 B MTU packet is one datagram.
-                self._ip("ip", "-n", n, "link", "set", self.dev[i], "mtu", "9000")
-                for a in self.addr[i:] if i else self.addr[:1]:
-                    self._ip("ip", "-n", n, "addr", "add", a + "/24", "dev", self.dev[i])
-                self._ip("ip", "-n", n, "link", "set", self.dev[i], "up")
-                self._ip("ip", "-n", n, "link", "set", "lo", "up")
-                # Segmented before the link, as by a NIC without UDP segmentation offload:
-                # the impairments then act on each RoCE packet, not on a whole offload group.
-                self._ip("ip", "netns", "exec", n, "ethtool", "-K", self.dev[i],
-                         "tx-udp-segmentation", "off")
-            self.impair()
-        except (RuntimeError, Skipped):
-            self.__exit__()
-            raise
-        print(f"netns: {self.ns[0]} {self.addr[0]} <-> {self.ns[1]} {' '.join(self.addr[1:])}, "
-              f"{self.describe()}")
-        return self
-
-    def impair(self):
-        for i in range(2 if self.netem_args else 0):
-            r = self._ip("tc", "-n", self.ns[i], "qdisc", "add", "dev", self.dev[i], "root",
-                         "netem", *self.netem_args, check=False)
-            if r.returncode != 0:
-                raise Skipped(f"tc qdisc add ... netem failed ({r.stderr.strip()}): "
-                              f"{kernel_netem()}")
-
-    def describe(self):
-        return f"netem {' '.join(self.netem_args or ['(none)'])} on both ends"
-
-    @classmethod
-    def remove_stale(cls):
-        """Namespaces left by a run that was SIGKILLed (ctest's timeout) before its cleanup."""
-        r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-        for m in re.finditer(rf"^({cls.NS}-[ab]-(\d+))", r.stdout, re.M):
-            if not os.path.exists(f"/proc/{m.group(2)}"):
-                subprocess.run(["ip", "netns", "del", m.group(1)], capture_output=True)
-
-    def __exit__(self, *exc):
-        for ns in self.created:
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        self.created = []
-        return False
-
-    def prefix(self, i):
-        return ["ip", "netns", "exec", self.ns[i]]
-
-
-def kernel_netem():
-    """Why netem is missing, as far as the kernel says."""
-    try:
-        import gzip
-        for line in gzip.open("/proc/config.gz", "rt"):
-            if "CONFIG_NET_SCH_NETEM" in line:
-                return f"kernel {os.uname().release}: {line.strip()}"
-    except OSError:
-        pass
-    return f"kernel {os.uname().release} has no sch_netem (module missing or not built)"
-
-
-def kernel_options(names):
-    """The kernel's configuration lines for these options, for a skip reason."""
-    found = []
-    try:
-        import gzip
-        for line in gzip.open("/proc/config.gz", "rt"):
-            if any(re.search(rf"\b{n}\b", line) for n in names):
-                found.append(line.strip())
-    except OSError:
-        return f"kernel {os.uname().release} (no /proc/config.gz)"
-    return f"kernel {os.uname().release}: {'; '.join(found) or 'none of ' + ' '.join(names)}"
-
-
-class Nft(Netem):
-    """The same two namespaces and veth pair (own names, 10.98.0.0/24), impaired by nftables in
-    each namespace instead of a qdisc. On the RoCEv2 datagrams (UDP dport 4791) a namespace
-    receives from the veth (prerouting, `iifname` the veth), each rule drawing its own number
-    with `numgen random mod 10000 < N`:
-      loss     `drop`
-      dup      `dup to ip daddr` (nf_dup_ipv4: the copy is routed to the packet's own, local,
-               destination and delivered through lo, so it does not meet these rules again)
-      corrupt  `@th,160,8 set @th,160,8 ^ 0xff`: flips every bit of the byte after the BTH
-               (AETH, RETH or payload), which the ICRC covers; the UDP checksum does not
-               stop it (veth passes the sender's CHECKSUM_PARTIAL, not verified again)
-    and on what it sends (postrouting, `oifname` the veth):
-      reorder  `meta priority set 1:1`: the packet goes into class 1:1 of an HTB root qdisc
-               on the veth, limited to 10 Mbit/s (a 4 KiB packet costs 3.4 ms); unmarked
-               packets bypass the class (HTB's direct queue, `default 0`), so a held packet
-               arrives after later ones. A token bucket, not a delay line: a marked packet
-               is held only while the class still pays for an earlier one, so bursts of
-               4 KiB packets (the bw cases) are reordered and sparse small packets (atomics)
-               mostly pass at once; htb_overlimits shows how many were held.
-    Losses are on receive: a drop in the sender's output hook fails its sendmsg (EPERM),
-    which a wire loss does not."""
-    NS, DEV, NET = "vrnicn", "vn", "10.98.0"
-    RULES = {"loss": "drop", "dup": "dup to ip daddr", "corrupt": "@th,160,8 set @th,160,8 ^ 0xff"}
-    KERNEL = ["CONFIG_NF_TABLES", "CONFIG_NFT_NUMGEN", "CONFIG_NF_DUP_IPV4", "CONFIG_NFT_DUP_IPV4",
-              "CONFIG_NET_SCH_HTB"]
-
-    def __init__(self, rates):
-        super().__init__(None)
-        self.rates = rates or {}
-        self.TOOLS = {"ip": "iproute2", "nft": "nftables", "ethtool": "ethtool"}
-        if "reorder" in self.rates:
-            self.TOOLS["tc"] = "iproute2"
-
-    def ruleset(self, i):
-        rx = [f'iifname "{self.dev[i]}" udp dport 4791 numgen random mod 10000 < {n} '
-              f'counter {self.RULES[kind]} comment "{kind}"'
-              for kind, n in self.rates.items() if kind in self.RULES]
-        tx = [f'oifname "{self.dev[i]}" udp dport 4791 numgen random mod 10000 < {n} '
-              f'counter meta priority set 1:1 comment "{kind}"'
-              for kind, n in self.rates.items() if kind == "reorder"]
-        chains = "".join(f"  chain {name} {{\n    type filter hook {hook} priority 0; "
-                         f"policy accept;\n" + "".join(f"    {r}\n" for r in rules) + "  }\n"
-                         for name, hook, rules in (("rx", "prerouting", rx),
-                                                   ("tx", "postrouting", tx)) if rules)
-        return f"table ip vrnic_faults {{\n{chains}}}\n"
-
-    def impair(self):
-        if not self.rates:
-            return
-        for i in range(2):
-            if "reorder" in self.rates:
-                for cmd in (["qdisc", "add", "dev", self.dev[i], "root", "handle", "1:", "htb",
-                             "default", "0"],
-                            ["class", "add", "dev", self.dev[i], "parent", "1:", "classid",
-                             "1:1", "htb", "rate", "10mbit", "ceil", "10mbit", "burst", "1600",
-                             "quantum", "9100"]):
-                    r = self._ip("tc", "-n", self.ns[i], *cmd, check=False)
-                    if r.returncode != 0:
-                        raise Skipped(f"tc {' '.join(cmd[:2])} ... htb failed "
-                                      f"({r.stderr.strip()}): {kernel_options(self.KERNEL)}")
-            r = subprocess.run(["ip", "netns", "exec", self.ns[i], "nft", "-f", "-"],
-                               input=self.ruleset(i), capture_output=True, text=True)
-            if r.returncode != 0:
-                raise Skipped(f"nft -f failed ({' '.join(r.stderr.split())}): "
-                              f"{kernel_options(self.KERNEL)}")
-
-    def describe(self):
-        if not self.rates:
-            return "no nft rules"
-        return ("nft on both ends, per 10000 RoCEv2 packets: "
-                + " ".join(f"{k} {v}" for k, v in self.rates.items()))
-
-    def stats(self):
-        """What the kernel did, summed over both namespaces: packets that hit each rule, the
-        HTB class's packets and overlimits, the namespaces' UDP receive errors."""
-        st = {f"nft_{k}": 0 for k in self.rates}
-        for i in range(2):
-            out = self._ip("ip", "netns", "exec", self.ns[i], "nft", "list", "ruleset").stdout
-            for n, kind in re.findall(r'counter packets (\d+) bytes \d+ .*comment "(\w+)"', out):
-                st[f"nft_{kind}"] += int(n)
-            if "reorder" in self.rates:
-                out = self._ip("tc", "-n", self.ns[i], "-s", "class", "show", "dev",
-                               self.dev[i]).stdout
-                m = re.search(r"Sent \d+ bytes (\d+) pkt \(dropped (\d+), overlimits (\d+)", out)
-                for k, v in zip(("htb_pkts", "htb_dropped", "htb_overlimits"),
-                                m.groups() if m else ()):
-                    st[k] = st.get(k, 0) + int(v)
-            snmp = self._ip("ip", "netns", "exec", self.ns[i], "cat", "/proc/net/snmp").stdout
-            udp = [line.split() for line in snmp.splitlines() if line.startswith("Udp:")]
-            if len(udp) == 2:
-                for k, v in zip(udp[0][1:], udp[1][1:]):
-                    if k in ("InCsumErrors", "RcvbufErrors"):
-                        st[f"udp_{k}"] = st.get(f"udp_{k}", 0) + int(v)
-        return st
 
 
 def on_sigterm(signum, frame):
@@ -343,8 +144,8 @@ class Runner:
         self.env.pop("VRNIC_IP", None)
         self.env.pop("VRNIC_FAULTS", None)
 
-    def start(self, tag, argv, faults=None, ip=None, prefix=()):
-        opts = ["--stats"]
+    def start(self, tag, argv, faults=None, ip=None, prefix=(), opts=()):
+        opts = ["--stats", *opts]
         if faults:
             opts += ["--faults", faults]
         if ip:
@@ -417,27 +218,34 @@ def check_counters(where, profile, name, total):
             if not ok(total)]
 
 
+def nft_problems(n, profile):
+    """What the kernel did under an Nft impairment (printed), and what says it did not act."""
+    kernel = n.stats()
+    print("kernel (both namespaces): " + " ".join(f"{k}={v}" for k, v in kernel.items()))
+    # Each rule must have acted, or the case did not test what it says.
+    problems = [f"kernel: no packet hit the nft {k} rule" for k in n.rates
+                if kernel.get(f"nft_{k}", 0) == 0]
+    if profile == "reorder":
+        # Out of sequence must not come from a loss: none in the class, none at the socket.
+        problems += [f"kernel: {k}={kernel.get(k, 0)}, want 0 (a loss, not a reorder)"
+                     for k in ("htb_dropped", "udp_RcvbufErrors") if kernel.get(k, 0)]
+    return problems
+
+
 def case_pair(r, name, spec, port, timeout):
-    if spec["where"] == "netem":
-        with Netem(PROFILES[spec["profile"]]["netem"]) as n:
+    where, prof = spec["where"], PROFILES[spec["profile"]]
+    if where in ("netem", "nft"):
+        # A netem case runs its profile through nftables where the kernel has no netem.
+        n = netem_or_nft(prof["netem"]) if where == "netem" else Nft(prof["nft"])
+        with n:
             problems, total, _ = run_pair(r, name, spec, port, timeout, netem=n)
-    elif spec["where"] == "nft":
-        rates = PROFILES[spec["profile"]]["nft"] or {}
-        with Nft(rates) as n:
-            problems, total, _ = run_pair(r, name, spec, port, timeout, netem=n)
-            kernel = n.stats()
-        print("kernel (both namespaces): " + " ".join(f"{k}={v}" for k, v in kernel.items()))
-        # Each rule must have acted, or the case did not test what it says.
-        problems += [f"kernel: no packet hit the nft {k} rule" for k in rates
-                     if kernel.get(f"nft_{k}", 0) == 0]
-        if spec["profile"] == "reorder":
-            # Out of sequence must not come from a loss: none in the class, none at the socket.
-            problems += [f"kernel: {k}={kernel.get(k, 0)}, want 0 (a loss, not a reorder)"
-                         for k in ("htb_dropped", "udp_RcvbufErrors") if kernel.get(k, 0)]
+            if isinstance(n, Nft):
+                problems += nft_problems(n, spec["profile"])
+        where = "nft" if isinstance(n, Nft) else where  # what the counters must then show
     else:
         problems, total, _ = run_pair(r, name, spec, port, timeout)
     if not any("timed out" in p or "exit status" in p for p in problems):
-        problems += check_counters(spec["where"], spec["profile"], name, total)
+        problems += check_counters(where, spec["profile"], name, total)
     return problems
 
 
@@ -452,7 +260,7 @@ def case_throughput(r, name, spec, port, timeout):
         s["profile"] = "_t"
         tag = f"{name}.loss{loss * 100:g}"
         if spec["where"] == "netem":
-            with Netem(PROFILES["_t"]["netem"]) as n:
+            with netem_or_nft(PROFILES["_t"]["netem"]) as n:
                 p, total, outs = run_pair(r, tag, s, port, timeout, netem=n)
         else:
             p, total, outs = run_pair(r, tag, s, port, timeout)
@@ -552,7 +360,10 @@ def main():
             fn = {"pair": case_pair, "throughput": case_throughput, "peer_loss": case_peer_loss,
                   "cm_peer_death": case_cm_peer_death,
                   "peer_kill": case_peer_kill, "cm_rping": case_cm_rping,
-                  "last_byte": case_last_byte}[kind]
+                  "last_byte": case_last_byte, "cm_nft": case_cm_nft,
+                  "mpi_kill": case_mpi_kill, "rstream_kill": case_rstream_kill,
+                  "forged": case_forged, "auth_rping": case_auth_rping,
+                  "auth_refused": case_auth_refused}[kind]
             try:
                 problems = fn(r, name, spec, port, a.timeout)
             except Skipped as e:

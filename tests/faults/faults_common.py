@@ -2,6 +2,7 @@
 printed at exit (`vrnic run --stats`)."""
 import os
 import re
+import subprocess
 
 COUNTER_LINE = re.compile(r"^([a-z_0-9]+) (\d+)$", re.M)
 STATS_HEAD = re.compile(r"vrnic: \S+ \S+ \(.*pid \d+\) counters:")
@@ -20,3 +21,10 @@ def counters(out):
         for name, value in COUNTER_LINE.findall(block):
             total[name] = total.get(name, 0) + int(value)
     return total
+
+
+def live_counters(vrnic, pid):
+    """The counters of a running vrnic program (`vrnic stats PID`), by name."""
+    out = subprocess.run([vrnic, "stats", str(pid)], capture_output=True,
+                         text=True).stdout
+    return {k: int(v) for k, v in COUNTER_LINE.findall(out)}

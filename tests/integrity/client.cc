@@ -432,6 +432,10 @@ int run_access(const Device& dev, const std::string& host, uint16_t port) {
 
 int run_client(const std::string& host, uint16_t port, const std::string& mode, int threads,
                int iterations) {
+  if (mode == "stop") {  // ends a server serving any number of sessions
+    Channel ch = Channel::connect_to(host, port);
+    return ch.ok() && ch.send(Mode::kStop) ? 0 : 1;
+  }
   Device dev = Device::open();
   int f = 0;
   if (mode == "data") f = run_data(dev, host, port);

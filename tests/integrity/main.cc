@@ -1,6 +1,6 @@
 // vrnic_integrity: an ordinary verbs program that checks every byte, CQE and atomic result.
-//   vrnic_integrity server PORT SESSIONS ATOMIC_SESSIONS
-//   vrnic_integrity client HOST PORT data|atomic|access [THREADS ITERATIONS]
+//   vrnic_integrity server PORT SESSIONS ATOMIC_SESSIONS   (SESSIONS 0: until a client stops it)
+//   vrnic_integrity client HOST PORT data|atomic|access|stop [THREADS ITERATIONS]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
                                   argc > 5 ? atoi(argv[5]) : 4, argc > 6 ? atoi(argv[6]) : 2000);
   fprintf(stderr,
           "usage: %s server PORT SESSIONS ATOMIC_SESSIONS\n"
-          "       %s client HOST PORT data|atomic|access [THREADS ITERATIONS]\n",
+          "       %s client HOST PORT data|atomic|access|stop [THREADS ITERATIONS]\n",
           argv[0], argv[0]);
   return 2;
 }

@@ -7,7 +7,8 @@
 
 namespace vrnic_test {
 
-enum class Mode : uint32_t { kData = 1, kAtomic = 2, kAccess = 3 };
+// kStop: no session; a server started for any number of sessions ends (the soak's).
+enum class Mode : uint32_t { kData = 1, kAtomic = 2, kAccess = 3, kStop = 4 };
 
 enum class Cmd : uint32_t {
   kVerifyRegion = 1,  // region[offset, +len) == gen(seed)?

@@ -48,8 +48,6 @@ class Session {
                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                                 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
     recv_mr_ = s_.dev.reg(recv_buf_.data(), recv_buf_.size(), IBV_ACCESS_LOCAL_WRITE);
-    Mode mode{};
-    if (!ch_.recv(mode)) return;
     new_qp();
     Request r;
     while (ch_.recv(r)) {
@@ -234,15 +232,38 @@ int run_server(uint16_t port, int sessions, int atomic_sessions) {
   CHECK_OR_DIE(lfd >= 0, "listen");
   printf("server: listening on %u, device GID index 0 ready\n", port);
   fflush(stdout);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < sessions; ++i) {
+  // sessions 0: any number, until a client says stop (the soak's server). Finished sessions'
+  // threads are joined as new ones come, so a long run keeps no dead thread.
+  struct Running {
+    std::thread t;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<Running> threads;
+  int served = 0;
+  for (int i = 0; sessions == 0 || i < sessions; ++i) {
     Channel ch = Channel::accept_from(lfd);
     CHECK_OR_DIE(ch.ok(), "accept");
-    threads.emplace_back([&s, c = std::move(ch)]() mutable { Session(s, std::move(c)).run(); });
+    Mode mode{};
+    if (!ch.recv(mode)) continue;
+    if (mode == Mode::kStop) break;
+    for (auto it = threads.begin(); it != threads.end();)
+      if (it->done->load()) {
+        it->t.join();
+        it = threads.erase(it);
+      } else {
+        ++it;
+      }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    threads.push_back({std::thread([&s, c = std::move(ch), done]() mutable {
+                         Session(s, std::move(c)).run();
+                         *done = true;
+                       }), done});
+    ++served;
   }
-  for (auto& t : threads) t.join();
+  for (auto& r : threads) r.t.join();
+  if (sessions == 0) printf("server: %d sessions\n", served);
 
-  if (atomic_sessions > 0) {
+  if (atomic_sessions > 0 || (sessions == 0 && s.atomic_done > 0)) {
     uint64_t total = s.originals.size();
     std::sort(s.originals.begin(), s.originals.end());
     bool unique = true;
@@ -250,7 +271,8 @@ int run_server(uint16_t port, int sessions, int atomic_sessions) {
     printf("server: atomic sessions %d, Fetch-and-Add issued %" PRIu64 ", counter %" PRIu64
            ", originals are exactly 0..%" PRIu64 "-1: %s\n",
            s.atomic_done, total, *s.counter, total, unique ? "yes" : "NO");
-    if (s.atomic_done != atomic_sessions || *s.counter != total || !unique) s.failures++;
+    const bool all_came = atomic_sessions == 0 || s.atomic_done == atomic_sessions;
+    if (!all_came || *s.counter != total || !unique) s.failures++;
   }
   int f = s.failures.load();
   printf("server: %s (%d failures)\n", f == 0 ? "PASS" : "FAIL", f);

@@ -1,11 +1,12 @@
 // An MPI job that checks what it moves: point-to-point, collectives and one-sided; and timings
 // (--pingpong: latency and bandwidth; --collectives: MPI_Allreduce and MPI_Alltoall).
-// Run as `mpirun -np N vrnic run -- mpi_check`.
+// Run as `mpirun -np N vrnic run -- mpi_check` [--pingpong | --collectives | --seconds N].
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -151,16 +152,27 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   bool pp = argc > 1 && std::strcmp(argv[1], "--pingpong") == 0;
   bool coll = argc > 1 && std::strcmp(argv[1], "--collectives") == 0;
+  // --seconds N: the checked rounds again and again for N seconds (rank 0's clock decides),
+  // for the soak and for a rank killed in the middle of a job.
+  const double seconds = argc > 2 && std::strcmp(argv[1], "--seconds") == 0 ? std::atof(argv[2]) : 0;
   if (pp) {
     pingpong(8, 10000);
     pingpong(size_t{1} << 20, 200);
   } else if (coll) {
     collectives();
   } else {
-    ring();
-    allreduce();
-    alltoall();
-    one_sided();
+    const double end = MPI_Wtime() + seconds;
+    int more = 1, rounds = 0;
+    while (more) {
+      ring();
+      allreduce();
+      alltoall();
+      one_sided();
+      ++rounds;
+      more = MPI_Wtime() < end;
+      MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+    if (g_rank == 0 && seconds > 0) std::printf("mpi_check: %d rounds\n", rounds);
   }
   int total = 0;
   MPI_Reduce(&g_failures, &total, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
