@@ -31,7 +31,8 @@ namespace vrnic::engine {
   X(cm_rx_req) X(cm_rx_mra) X(cm_rx_rej) X(cm_rx_rep) X(cm_rx_rtu) X(cm_rx_dreq)           \
   X(cm_rx_drep) X(cm_rx_sidr_req) X(cm_rx_sidr_rep)                                        \
   X(cm_retries) X(cm_timeouts) X(cm_rejects_sent) X(cm_rejects_received) X(cm_duplicates)  \
-  X(cm_rx_malformed) X(cm_rx_unmatched) X(cm_rx_bad_state) X(cm_parked)
+  X(cm_rx_malformed) X(cm_rx_unmatched) X(cm_rx_bad_state) X(cm_parked)                   \
+  X(cm_backlog_drops)
 
 struct Counters {
 #define VRNIC_COUNTER_FIELD(name) uint64_t name = 0;
