@@ -74,11 +74,17 @@ void on_request(Service& s, Id* parent, const cm::Event& ev) {
   s.deliver(child, b);
 }
 
-// ESTABLISHED: for a connection the peer's private data (REP or RTU); for UD the address,
-// QPN and Q_Key the SIDR reply gave.
+// ESTABLISHED: on the active side the REP's parameters and private data; on the passive side
+// nothing (the kernel CMA reports the RTU with an empty event); for UD the address, QPN and
+// Q_Key the SIDR reply gave.
 void on_established(Service& s, Id* id, const cm::Event& ev) {
   id->state = IdState::kConnected;
+  if (id->quiet_establish) return;  // rdma_establish: no event on the active side
   EventBox* b = box_of(RDMA_CM_EVENT_ESTABLISHED);
+  if (id->listen_parent) {
+    s.deliver(id, b);
+    return;
+  }
   b->private_data = ev.peer.private_data;
   if (is_ud(id)) {
     b->ev.param.ud.qp_num = ev.peer.qpn;
@@ -110,8 +116,10 @@ void handle_connect_response(Service& s, Id* id, const cm::Event& ev) {
   id->mine.initiator_depth = ev.peer.responder_resources;
   id->mine.rnr_retry_count = ev.peer.rnr_retry_count;
   if (qp_to_rtr(id) != 0 || qp_to_rts(id) != 0) {
+    // librdmacm's ucma_process_conn_resp: the QP to ERR, status -1 (its errno stays behind).
+    qp_to_error(id);
     s.manager().reject(id->conn, {});
-    s.deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -errno));
+    s.deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -1));
     return;
   }
   s.manager().establish(id->conn);  // its ESTABLISHED comes back through on_event
@@ -138,29 +146,28 @@ void Service::on_event(const cm::Event& ev) {
       if (is_ud(id)) id->peer = ev.peer;
       on_established(*this, id, ev);
       return;
-    case cm::EventType::kRejected: {
+    case cm::EventType::kRejected: {  // status: the REJ's reason; the QP to ERR (librdmacm)
       id->state = IdState::kDisconnected;
+      if (id->id.qp) qp_to_error(id);
       EventBox* b = box_of(RDMA_CM_EVENT_REJECTED, ev.reason);
       b->private_data = ev.peer.private_data;
       deliver(id, b);
       return;
     }
-    case cm::EventType::kUnreachable:
+    case cm::EventType::kUnreachable: {  // -ETIMEDOUT, or a SIDR_REP's status
       id->state = IdState::kDisconnected;
-      deliver(id, box_of(RDMA_CM_EVENT_UNREACHABLE,
-                         ev.reason == ETIMEDOUT ? -ETIMEDOUT : ev.reason));
-      return;
-    case cm::EventType::kConnectError:
-      deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET));
-      return;
-    case cm::EventType::kDisconnected: {
-      id->state = IdState::kDisconnected;
-      EventBox* b = box_of(RDMA_CM_EVENT_DISCONNECTED);
+      EventBox* b = box_of(RDMA_CM_EVENT_UNREACHABLE, ev.timed_out ? -ETIMEDOUT : ev.reason);
+      if (is_ud(id)) b->private_data = ev.peer.private_data;
       deliver(id, b);
       return;
     }
-    case cm::EventType::kTimewaitExit:
-      deliver(id, box_of(RDMA_CM_EVENT_TIMEWAIT_EXIT));
+    case cm::EventType::kDisconnected:  // 0, or -ETIMEDOUT for a DREQ never answered
+      id->state = IdState::kDisconnected;
+      id->disconnected = true;
+      deliver(id, box_of(RDMA_CM_EVENT_DISCONNECTED, ev.timed_out ? -ETIMEDOUT : 0));
+      return;
+    case cm::EventType::kTimewaitExit:  // the kernel CMA's: only after DISCONNECTED
+      if (id->disconnected) deliver(id, box_of(RDMA_CM_EVENT_TIMEWAIT_EXIT));
       return;
     case cm::EventType::kConnectRequest:
       return;

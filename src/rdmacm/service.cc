@@ -114,18 +114,27 @@ Service::Service() {
   vrnic_qp_fatal_attach(&Service::on_qp_fatal, this);
   thread_ = std::thread([this] { run(); });
   thread_.detach();
-  std::atexit([] { Service::get().finish_disconnects(); });
+  std::atexit([] { Service::get().finish_connections(); });
 }
 
-// At exit the CM's timers stop with the process, where the kernel's CM would go on resending
-// a lost DREQ: resend the unanswered ones a few times, 20 ms apart, while DREPs may come.
-void Service::finish_disconnects() {
+// At exit the process's connections end as the kernel's CM ends them when the rdma_cm file
+// closes (ucma_close destroys every id): a DREQ for each still established, the DREP for a
+// DREQ not yet answered, a REJ for a set-up in progress, so no peer is left waiting on this
+// process. The CM's timers stop with the process, where the kernel's CM would go on resending
+// a lost DREQ: the unanswered ones are resent a few times, 20 ms apart, while DREPs may come.
+void Service::finish_connections() {
+  {
+    std::lock_guard<std::mutex> g(mu);
+    by_conn.clear();  // no more events for the program
+    manager_->shutdown();
+    if (manager_->unanswered_disconnects() == 0) return;
+  }
+  kick();
   for (int round = 0; round < 5; ++round) {
-    {
-      std::lock_guard<std::mutex> g(mu);
-      if (manager_->resend_pending_disconnects() == 0) return;
-    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::lock_guard<std::mutex> g(mu);
+    if (manager_->unanswered_disconnects() == 0) return;
+    manager_->resend_pending_disconnects();
   }
 }
 
@@ -241,12 +250,13 @@ void Service::run() {
 // The Manager's counters into the device's block, in VRNIC_CM_COUNTERS order.
 void Service::publish_counters() {
   const cm::Counters& c = manager_->counters();
-  uint64_t v[27];
+  uint64_t v[28];
   size_t n = 0;
   for (int i = 0; i < 9; ++i) v[n++] = c.tx[i];
   for (int i = 0; i < 9; ++i) v[n++] = c.rx[i];
   for (uint64_t x : {c.retries, c.timeouts, c.rejects_sent, c.rejects_received, c.duplicates,
-                     c.rx_malformed, c.rx_unmatched, c.rx_bad_state, c.parked}) {
+                     c.rx_malformed, c.rx_unmatched, c.rx_bad_state, c.parked,
+                     c.backlog_drops}) {
     v[n++] = x;
   }
   vrnic_cm_publish(ctx_, v, n);
