@@ -135,6 +135,13 @@ RDMACM_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
 
 namespace vrnic::rdmacm {
 
+Channel* new_private_channel() {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  if (!ch) return nullptr;
+  to_channel(ch)->sync = true;
+  return to_channel(ch);
+}
+
 int wait_sync(Id* id) {
   if (id->id.event) rdma_ack_cm_event(id->id.event);
   rdma_cm_event* ev = nullptr;

@@ -167,13 +167,6 @@ void move_to_channel(Id* id, Channel* to) {
   id->id.channel = &to->ch;
 }
 
-Channel* new_private_channel() {
-  rdma_event_channel* ch = rdma_create_event_channel();
-  if (!ch) return nullptr;
-  to_channel(ch)->sync = true;
-  return to_channel(ch);
-}
-
 }  // namespace
 
 // The next connection request of a synchronous listener, as an id of its own (synchronous

@@ -63,13 +63,6 @@ bool is_loopback(const cm::Endpoint& e) {
   return e.ip[15] == 1;
 }
 
-Channel* new_sync_channel() {
-  rdma_event_channel* ch = rdma_create_event_channel();
-  if (!ch) return nullptr;
-  to_channel(ch)->sync = true;
-  return to_channel(ch);
-}
-
 }  // namespace
 
 // The device's GIDs in the route (rdma_ib_addr): read by programs, and the QP's path.
@@ -157,7 +150,7 @@ RDMACM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** out, 
   if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB) {
     return fail(EINVAL);
   }
-  Channel* ch = channel ? to_channel(channel) : new_sync_channel();
+  Channel* ch = channel ? to_channel(channel) : new_private_channel();
   if (!ch) return -1;
   auto* id = new Id();
   id->channel = ch;

@@ -162,6 +162,9 @@ inline int fail(int err) {
   return -1;
 }
 
+// The private channel of a synchronous id (channel.cc).
+Channel* new_private_channel();
+
 // librdmacm's synchronous mode (ucma_complete): the next event on the id's private channel
 // completes the operation and stays in id->event; 0, or -1 with errno from its status
 // (ECONNREFUSED for REJECTED). As librdmacm, the event's type is not checked.
