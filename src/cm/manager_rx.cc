@@ -335,7 +335,8 @@ void Manager::on_sidr_req(const Endpoint& from, const Endpoint& to, uint64_t tid
   c.unfetched = true;
   ++l->pending;
   emit({.type = EventType::kConnectRequest, .conn = c.id, .listener = c.listener,
-        .peer = c.peer, .local = local, .remote = remote, .port_space = c.port_space});
+        .peer = c.peer, .local = local, .remote = remote, .port_space = c.port_space,
+        .sidr = true});
 }
 
 void Manager::on_sidr_rep(const Endpoint& from, const wc::SidrRep& m) {

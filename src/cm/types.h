@@ -88,6 +88,7 @@ struct Event {
   bool timed_out = false;  // kUnreachable / kDisconnected: the retries ran out unanswered
   Endpoint local, remote;  // kConnectRequest: the addresses of the IP CM header
   uint16_t port_space = 0;
+  bool sidr = false;       // kConnectRequest: from a SIDR_REQ (a UD QP's), not a REQ
 };
 
 struct Counters {

@@ -217,14 +217,19 @@ RDMACM_EXPORT int rdma_disconnect(rdma_cm_id* cm_id) {
 }
 
 // IBV_EVENT_COMM_EST on a QP whose RTU is late: the kernel CM takes it as the RTU
-// (ESTABLISHED follows). EISCONN once established; EINVAL without a connection, or for
-// another event (IBV_EVENT_PATH_MIG: there is no alternate path to migrate to).
+// (ESTABLISHED follows); EISCONN once established. IBV_EVENT_PATH_MIG: accepted on an
+// established connection (the kernel's cm_migrate; a RoCE path has no alternate to move to).
+// EINVAL without a connection, or for any other event.
 RDMACM_EXPORT int rdma_notify(rdma_cm_id* cm_id, ibv_event_type event) {
   if (!cm_id) return fail(EINVAL);
   Service& s = Service::get();
   Id* id = to_id(cm_id);
   std::lock_guard<std::mutex> g(s.mu);
-  if (!id->conn || event != IBV_EVENT_COMM_EST) return fail(EINVAL);
+  if (!id->conn) return fail(EINVAL);
+  if (event == IBV_EVENT_PATH_MIG) {
+    return s.manager().state(id->conn) == vrnic::cm::State::kEstablished ? 0 : fail(EINVAL);
+  }
+  if (event != IBV_EVENT_COMM_EST) return fail(EINVAL);
   const int err = s.manager().notify_established(id->conn);
   s.kick();
   return err ? fail(err) : 0;

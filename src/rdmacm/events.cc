@@ -43,6 +43,19 @@ EventBox* box_of(rdma_cm_event_type type, int status = 0) {
   return b;
 }
 
+// The kernel CMA's cma_ib_check_req_qp_type: a REQ's transport must be the listener's QP type
+// and a SIDR_REQ needs a UD listener; another request is refused (REJ 28, SIDR_REP Rejected).
+bool request_fits(const Id* listener, const cm::Event& ev) {
+  const ibv_qp_type want = listener->id.qp_type;
+  if (ev.sidr) return want == IBV_QPT_UD;
+  switch (ev.peer.transport) {
+    case 0: return want == IBV_QPT_RC;
+    case 1: return want == IBV_QPT_UC;
+    case 3: return want == IBV_QPT_XRC_RECV;  // an XRC initiator's REQ, for an XRC target
+    default: return false;
+  }
+}
+
 // A connection request: a new id on the listener's channel, with the request's addresses.
 void on_request(Service& s, Id* parent, const cm::Event& ev) {
   auto* child = new Id();
@@ -128,8 +141,12 @@ void handle_connect_response(Service& s, Id* id, const cm::Event& ev) {
 void Service::on_event(const cm::Event& ev) {
   if (ev.type == cm::EventType::kConnectRequest) {
     auto it = by_listener.find(ev.listener);
-    if (it == by_listener.end()) {
-      manager_->reject(ev.conn, {});
+    if (it == by_listener.end() || !request_fits(it->second, ev)) {
+      if (ev.sidr) {
+        manager_->reject_sidr(ev.conn, wire::cm::SidrStatus::kRejected, {});
+      } else {
+        manager_->reject(ev.conn, {});
+      }
       return;
     }
     on_request(*this, it->second, ev);

@@ -179,7 +179,41 @@ TEST(RdmacmEvents, listen__backlog_counts_unread_requests) {
   p.close();
 }
 
-// rdma_notify(COMM_EST): EISCONN on a connection established already; EINVAL before any.
+// A REQ whose transport is not the listener's QP type is refused, as the kernel CMA's
+// cma_ib_check_req_qp_type makes the CM reject it (28): an RC listener, a UC requester.
+TEST(RdmacmEvents, connect__qp_type_other_than_the_listeners__rejected_28) {
+  char host[INET_ADDRSTRLEN];
+  sockaddr_in me = device_addr(0);
+  inet_ntop(AF_INET, &me.sin_addr, host, sizeof host);
+  rdma_addrinfo hints{};
+  hints.ai_flags = RAI_PASSIVE;
+  hints.ai_port_space = RDMA_PS_IB;
+  hints.ai_qp_type = IBV_QPT_RC;
+  rdma_addrinfo* res = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(host, "7311", &hints, &res), 0);
+  rdma_cm_id* listener = nullptr;
+  ASSERT_EQ(rdma_create_ep(&listener, res, nullptr, nullptr), 0);
+  rdma_freeaddrinfo(res);
+  ASSERT_EQ(rdma_listen(listener, 1), 0);
+  hints.ai_flags = 0;
+  hints.ai_qp_type = IBV_QPT_UC;
+  ASSERT_EQ(rdma_getaddrinfo(host, "7311", &hints, &res), 0);
+  rdma_cm_id* client = nullptr;
+  ibv_qp_init_attr qa = rc_qp_attr();
+  ASSERT_EQ(rdma_create_ep(&client, res, nullptr, &qa), 0);
+  rdma_freeaddrinfo(res);
+  errno = 0;
+  EXPECT_EQ(rdma_connect(client, nullptr), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  ASSERT_NE(client->event, nullptr);
+  EXPECT_EQ(client->event->event, RDMA_CM_EVENT_REJECTED);
+  EXPECT_EQ(client->event->status, 28);
+  rdma_destroy_ep(client);
+  rdma_destroy_ep(listener);
+}
+
+// rdma_notify(COMM_EST): EISCONN on a connection established already; EINVAL before any,
+// and for events other than COMM_EST and PATH_MIG.
 TEST(RdmacmEvents, notify__comm_est_on_an_established_connection_eisconn) {
   Pair p;
   ASSERT_NO_FATAL_FAILURE(p.open(7309, 7309));
@@ -191,6 +225,7 @@ TEST(RdmacmEvents, notify__comm_est_on_an_established_connection_eisconn) {
   EXPECT_EQ(errno, EISCONN);
   EXPECT_EQ(rdma_notify(p.server, IBV_EVENT_SQ_DRAINED), -1);
   EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_notify(p.server, IBV_EVENT_PATH_MIG), 0);  // cm_migrate: established
   p.close();
 }
 

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -112,9 +113,12 @@ int bind_locked(Service& s, Id* id, const sockaddr* addr) {
 
 // The kernel's route lookup from the device's address (rdma_resolve_ip): a destination the
 // host cannot route to from there fails rdma_resolve_addr at once with the routing errno
-// (ENETUNREACH with no route; EINVAL from a loopback address to another host).
+// (ENETUNREACH with no route; EINVAL from a loopback address to another host). A connected
+// UDP socket asks it; through system calls of its own, since librspreload.so interposes
+// socket() and friends and would turn this socket into an rsocket, back into this library.
 int route_check(const cm::Endpoint& from, const cm::Endpoint& to) {
-  const int fd = socket(to.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const int fd = static_cast<int>(
+      syscall(SYS_socket, to.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (fd < 0) return 0;  // nothing to ask: let the CM find out
   sockaddr_storage a, b;
   cm::Endpoint src = from, dst = to;
@@ -123,9 +127,9 @@ int route_check(const cm::Endpoint& from, const cm::Endpoint& to) {
   sockaddr_of(src, a);
   sockaddr_of(dst, b);
   const socklen_t len = to.ipv6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (from.ipv6 == to.ipv6) (void)bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-  const int err = connect(fd, reinterpret_cast<sockaddr*>(&b), len) != 0 ? errno : 0;
-  close(fd);
+  if (from.ipv6 == to.ipv6) (void)syscall(SYS_bind, fd, &a, len);
+  const int err = syscall(SYS_connect, fd, &b, len) != 0 ? errno : 0;
+  syscall(SYS_close, fd);
   return err;
 }
 

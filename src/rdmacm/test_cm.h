@@ -140,7 +140,9 @@ struct Pair {
       if (id->qp) rdma_destroy_qp(id);
       EXPECT_EQ(rdma_destroy_id(id), 0);
     }
-    if (listener) EXPECT_EQ(rdma_destroy_id(listener), 0);
+    if (listener) {
+      EXPECT_EQ(rdma_destroy_id(listener), 0);
+    }
     if (lch) rdma_destroy_event_channel(lch);
     if (cch) rdma_destroy_event_channel(cch);
     *this = {};
