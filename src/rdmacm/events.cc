@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "rdmacm/state.h"
+#include "wire/gid.h"
 
 namespace vrnic::rdmacm {
 namespace {
@@ -32,7 +33,7 @@ void fill_ah(ibv_ah_attr& ah, const cm::Endpoint& peer, uint8_t tos) {
   ah.grh.sgid_index = 0;
   ah.grh.hop_limit = 64;
   ah.grh.traffic_class = tos;
-  const auto gid = wire::cm::gid_of_ip(peer.ip, peer.ipv6);
+  const auto gid = wire::gid_of_ip(peer.ip, peer.ipv6);
   std::memcpy(ah.grh.dgid.raw, gid.data(), 16);
 }
 

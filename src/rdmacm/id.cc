@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "rdmacm/state.h"
+#include "wire/gid.h"
 
 namespace vrnic::rdmacm {
 
@@ -71,8 +72,8 @@ void fill_ib_addr(Id* id) {
   cm::Endpoint src, dst;
   endpoint_of(&id->id.route.addr.src_addr, src);
   endpoint_of(&id->id.route.addr.dst_addr, dst);
-  const auto s = wire::cm::gid_of_ip(src.ip, src.ipv6);
-  const auto d = wire::cm::gid_of_ip(dst.ip, dst.ipv6);
+  const auto s = wire::gid_of_ip(src.ip, src.ipv6);
+  const auto d = wire::gid_of_ip(dst.ip, dst.ipv6);
   std::memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, s.data(), 16);
   std::memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, d.data(), 16);
   id->id.route.addr.addr.ibaddr.pkey = 0xffff;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "rdmacm/state.h"
+#include "wire/gid.h"
 
 using namespace vrnic::rdmacm;
 
@@ -20,14 +21,14 @@ int join_group(rdma_cm_id* cm_id, sockaddr* addr, void* context, bool send_only)
   if (!cm_id || !known_family(addr)) return fail(EINVAL);
   vrnic::cm::Endpoint group;
   endpoint_of(addr, group);
-  const auto gid = vrnic::wire::cm::gid_of_ip(group.ip, group.ipv6);
+  const auto gid = vrnic::wire::gid_of_ip(group.ip, group.ipv6);
   Service& s = Service::get();
   Id* id = to_id(cm_id);
   {
     std::lock_guard<std::mutex> g(s.mu);
     const bool any = std::all_of(group.ip.begin(), group.ip.begin() + (group.ipv6 ? 16 : 4),
-                               [](uint8_t b) { return b == 0; });  // no group: EINVAL
-  if (cm_id->qp_type != IBV_QPT_UD || !cm_id->verbs || any ||
+                                 [](uint8_t b) { return b == 0; });  // no group: EINVAL
+    if (cm_id->qp_type != IBV_QPT_UD || !cm_id->verbs || any ||
         (id->state != IdState::kBound && id->state != IdState::kAddrResolved)) {
       return fail(EINVAL);
     }
@@ -82,7 +83,7 @@ RDMACM_EXPORT int rdma_leave_multicast(rdma_cm_id* cm_id, sockaddr* addr) {
   if (!cm_id || !known_family(addr)) return fail(EINVAL);
   vrnic::cm::Endpoint group;
   endpoint_of(addr, group);
-  const auto gid = vrnic::wire::cm::gid_of_ip(group.ip, group.ipv6);
+  const auto gid = vrnic::wire::gid_of_ip(group.ip, group.ipv6);
   std::lock_guard<std::mutex> g(Service::get().mu);
   Id* id = to_id(cm_id);
   auto it = std::find(id->groups.begin(), id->groups.end(), gid);

@@ -14,6 +14,7 @@
 
 #include "abi/vrnic_private.h"
 #include "rdmacm/state.h"
+#include "wire/gid.h"
 
 namespace vrnic::rdmacm {
 namespace {
@@ -27,18 +28,14 @@ class WallClock final : public engine::Clock {
   }
 };
 
-// The device's address from GID 0: ::ffff:a.b.c.d is IPv4.
+// The device's address: the one GID 0 stands for (RoCEv2, wire/gid.h).
 bool address_of(ibv_context* ctx, cm::Endpoint& out) {
   ibv_gid gid;
   if (ibv_query_gid(ctx, 1, 0, &gid) != 0) return false;
-  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  wire::GidBytes g;
+  std::memcpy(g.data(), gid.raw, g.size());
   out = {};
-  if (std::memcmp(gid.raw, kMapped, 12) == 0) {
-    std::memcpy(out.ip.data(), gid.raw + 12, 4);
-  } else {
-    out.ipv6 = true;
-    std::memcpy(out.ip.data(), gid.raw, 16);
-  }
+  out.ip = wire::ip_of_gid(g, out.ipv6);
   return true;
 }
 

@@ -9,9 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "wire/gid.h"
+
 namespace vrnic::rdmacm::test {
 
-// The device's IPv4 address (GID 0 is ::ffff:a.b.c.d) with the given port.
+// The device's IPv4 address (the one GID 0 stands for) with the given port.
 inline sockaddr_in device_addr(uint16_t port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -20,7 +22,12 @@ inline sockaddr_in device_addr(uint16_t port) {
   ibv_context** list = rdma_get_devices(&n);
   if (list && n > 0) {
     ibv_gid gid{};
-    if (ibv_query_gid(list[0], 1, 0, &gid) == 0) std::memcpy(&a.sin_addr, gid.raw + 12, 4);
+    if (ibv_query_gid(list[0], 1, 0, &gid) == 0) {
+      wire::GidBytes g;
+      std::memcpy(g.data(), gid.raw, g.size());
+      bool ipv6 = false;
+      std::memcpy(&a.sin_addr, wire::ip_of_gid(g, ipv6).data(), 4);
+    }
   }
   rdma_free_devices(list);
   return a;
