@@ -4,6 +4,10 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include <string>
+
+#include "cm/counters.h"
+#include "live/counters_file.h"
 #include "rdmacm/test_cm.h"
 
 namespace vrnic::rdmacm::test {
@@ -88,6 +92,32 @@ TEST(RdmacmEvents, disconnect__both_sides_disconnected_status_0) {
   EXPECT_EQ(status_of(p.lch, RDMA_CM_EVENT_TIMEWAIT_EXIT), 0);
   EXPECT_EQ(rdma_disconnect(p.client), 0);  // again: 0, nothing more
   EXPECT_EQ(next_event(p.cch, 100), nullptr);
+  p.close();
+}
+
+// The CM's counters (cm/counters.h) follow the device's in this process's counters file, as
+// `vrnic stats` reads it: one connection's REQ, REP and RTU counted on the sides that saw them.
+TEST(RdmacmEvents, counters__the_cms_follow_the_devices_in_the_counters_file) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.open(7312, 7312));
+  ASSERT_NO_FATAL_FAILURE(p.establish());
+  const auto files = live::read_all_counters(getpid());
+  ASSERT_EQ(files.size(), 1u);
+  const auto& c = files[0].counters;
+  const size_t device = sizeof(engine::Counters) / 8;
+  ASSERT_EQ(c.size(), device + cm::kCounterCount);
+  for (size_t i = 0; i < cm::kCounterCount; ++i)
+    EXPECT_EQ(c[device + i].first, cm::kCounterNames[i]);
+  auto value = [&](const std::string& name) {
+    for (const auto& [n, v] : c)
+      if (n == name) return v;
+    return ~uint64_t{0};
+  };
+  EXPECT_GE(value("cm_tx_req"), 1u);  // both ends are this process's
+  EXPECT_GE(value("cm_rx_req"), 1u);
+  EXPECT_GE(value("cm_tx_rep"), 1u);
+  EXPECT_GE(value("cm_rx_rep"), 1u);
+  EXPECT_GE(value("cm_tx_rtu"), 1u);
   p.close();
 }
 

@@ -13,6 +13,7 @@
 #include <ctime>
 
 #include "abi/vrnic_private.h"
+#include "cm/counters.h"
 #include "rdmacm/state.h"
 #include "wire/gid.h"
 
@@ -108,6 +109,7 @@ Service::Service() {
   manager_ = std::make_unique<cm::Manager>(cfg, *port_, *clock_);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   vrnic_gsi_attach(ctx_, &Service::on_mad, this);
+  counters_first_ = vrnic_counters_add(ctx_, cm::kCounterNames, cm::kCounterCount);
   vrnic_qp_fatal_attach(&Service::on_qp_fatal, this);
   thread_ = std::thread([this] { run(); });
   thread_.detach();
@@ -244,19 +246,12 @@ void Service::run() {
   }
 }
 
-// The Manager's counters into the device's block, in VRNIC_CM_COUNTERS order.
+// The Manager's counters into those the device shows (cm/counters.h).
 void Service::publish_counters() {
-  const cm::Counters& c = manager_->counters();
-  uint64_t v[28];
-  size_t n = 0;
-  for (int i = 0; i < 9; ++i) v[n++] = c.tx[i];
-  for (int i = 0; i < 9; ++i) v[n++] = c.rx[i];
-  for (uint64_t x : {c.retries, c.timeouts, c.rejects_sent, c.rejects_received, c.duplicates,
-                     c.rx_malformed, c.rx_unmatched, c.rx_bad_state, c.parked,
-                     c.backlog_drops}) {
-    v[n++] = x;
-  }
-  vrnic_cm_publish(ctx_, v, n);
+  if (counters_first_ < 0) return;
+  uint64_t v[cm::kCounterCount];
+  cm::counter_values(manager_->counters(), v);
+  vrnic_counters_set(ctx_, counters_first_, v, cm::kCounterCount);
 }
 
 void Service::deliver(Id* id, EventBox* box) {

@@ -122,6 +122,7 @@ class Service {
   std::unique_ptr<engine::Clock> clock_;
   std::unique_ptr<cm::Manager> manager_;
   int wake_fd_ = -1;
+  int counters_first_ = -1;  // the first of the CM's counters among the device's (-1: none)
   uint16_t next_port_ = 0;
   std::mutex in_mu_;  // the MADs handed over by the device, before the thread takes them
   struct InMad {
