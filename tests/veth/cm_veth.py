@@ -12,6 +12,7 @@ cm_resolve: rdma_resolve_addr from namespace a (10.97.0.1/24 and fd97::1/64, no 
 route) as the kernel CMA answers: the peer ADDR_RESOLVED; an address with no route
 ENETUNREACH at once; an IPv6 address (routable, but no RDMA device has a source for it)
 ADDR_ERROR -ENODEV.
+Every program runs as a plain user (nobody, through setpriv), as users run them.
 Exit status: 0 pass, 1 fail, 77 skipped (not root, no `ip netns`, a program missing).
 """
 import argparse
@@ -46,13 +47,17 @@ DISCONNECT = [("answer", "first"), ("first", "answer"), ("first", "first"),
               ("stop", "unanswered")]
 
 
+# A plain user's view: no capabilities, no privileged ports, /dev/shm and sockets as anyone.
+PLAIN_USER = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+
+
 def pair(veth, vrnic, tmp, tag, server, client, persists=False, env=None):
     """server in namespace b, client in a, each under `vrnic run --ip`; the logs' text once
     the client exits (a persisting server is stopped then) and the problems seen."""
     logs = [os.path.join(tmp, f"{tag}.{side}.log") for side in ("server", "client")]
     envs = dict(os.environ, **(env or {}))
     run = lambda i, argv, log: subprocess.Popen(
-        [*veth.exec(i), vrnic, "run", "--ip", veth.addr[i], "--", *argv],
+        [*veth.exec(i), *PLAIN_USER, vrnic, "run", "--ip", veth.addr[i], "--", *argv],
         stdout=open(log, "w"), stderr=subprocess.STDOUT, env=envs, start_new_session=True)
     s = run(1, server, logs[0])
     time.sleep(1.5)
@@ -116,8 +121,8 @@ def case_resolve(veth, vrnic, tmp):
     prog = os.path.join(os.path.dirname(vrnic), "vrnic_cm_resolve")
     want = {veth.addr[1]: "ADDR_RESOLVED", "192.0.2.1": "errno ENETUNREACH",
             "fd97::2": "ADDR_ERROR status -19", "2001:db8::1": "errno ENETUNREACH"}
-    out = subprocess.run([*veth.exec(0), vrnic, "run", "--ip", veth.addr[0], "--", prog,
-                          *want], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([*veth.exec(0), *PLAIN_USER, vrnic, "run", "--ip", veth.addr[0], "--",
+                          prog, *want], capture_output=True, text=True, timeout=60)
     print(out.stdout + out.stderr)
     return [f"resolve {a}: want {w}" for a, w in want.items()
             if f"resolve {a}: {w}" not in out.stdout]
@@ -131,7 +136,8 @@ def main():
     vrnic = os.path.join(os.path.abspath(a.bin), "vrnic")
     body = {"cm_utils": case_utils, "cm_disconnect": case_disconnect,
             "cm_resolve": case_resolve}[a.case]
-    tools = ("ip", "rping", "ucmatose", "cmtime") if a.case == "cm_utils" else ("ip",)
+    tools = ("ip", "setpriv", "rping", "ucmatose", "cmtime") if a.case == "cm_utils" else \
+        ("ip", "setpriv")
     return run_case(a.case, 1500, tools, lambda veth, tmp: body(veth, vrnic, tmp))
 
 
