@@ -1,5 +1,5 @@
-// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device, to its counters, to
-// QP failures and to the authenticated mode's keys (vrnic_private.h).
+// VRNIC_PRIVATE_1: the connection manager's access to QP1 of the device, to the counters it
+// adds, to QP failures and to the authenticated mode's keys (vrnic_private.h).
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -35,19 +35,20 @@ VRNIC_EXPORT int vrnic_gsi_send(ibv_context* ctx, int ipv6, const uint8_t* dst,
   return 0;
 }
 
-VRNIC_EXPORT int vrnic_cm_publish(ibv_context* ctx, const uint64_t* values, size_t n) {
-  if (ctx == nullptr || values == nullptr) return EINVAL;
+VRNIC_EXPORT int vrnic_counters_add(ibv_context* ctx, const char* const* names, size_t n) {
+  if (ctx == nullptr || names == nullptr) return -EINVAL;
+  vrnic::live::LiveNic* nic = vrnic::abi::to_context(ctx)->nic;
+  if (nic == nullptr) return -EINVAL;
+  const int first = nic->add_counters({names, n});
+  return first < 0 ? -ENOSPC : first;
+}
+
+VRNIC_EXPORT int vrnic_counters_set(ibv_context* ctx, int first, const uint64_t* values,
+                                    size_t n) {
+  if (ctx == nullptr || values == nullptr || first < 0) return EINVAL;
   vrnic::live::LiveNic* nic = vrnic::abi::to_context(ctx)->nic;
   if (nic == nullptr) return EINVAL;
-  nic->locked([&](vrnic::engine::Device& d) {
-    vrnic::engine::Counters& c = d.counters();
-    uint64_t* dst[] = {
-#define VRNIC_CM_COUNTER_PTR(name) &c.name,
-        VRNIC_CM_COUNTERS(VRNIC_CM_COUNTER_PTR)
-#undef VRNIC_CM_COUNTER_PTR
-    };
-    for (size_t i = 0; i < n && i < sizeof dst / sizeof dst[0]; ++i) *dst[i] = values[i];
-  });
+  nic->set_counters(static_cast<size_t>(first), {values, n});
   return 0;
 }
 

@@ -22,9 +22,12 @@ int vrnic_gsi_attach(struct ibv_context* ctx, vrnic_gsi_handler fn, void* user);
 /* Sends a 256-byte MAD from QP1 to the GSI (QP1) of dst. 0 or an errno. */
 int vrnic_gsi_send(struct ibv_context* ctx, int ipv6, const uint8_t* dst, const uint8_t* mad);
 
-/* Publishes the connection manager's counters into the device's counter block (what
- * `vrnic stats` and VRNIC_STATS show): n values in the order of VRNIC_CM_COUNTERS. */
-int vrnic_cm_publish(struct ibv_context* ctx, const uint64_t* values, size_t n);
+/* Counters of a layer above the device (the connection manager's, cm/counters.h): n names
+ * shown after the device's own (`vrnic stats`, VRNIC_STATS). Returns the index of the first
+ * of their slots for vrnic_counters_set, or -EINVAL (not a vrnic context), -ENOSPC. */
+int vrnic_counters_add(struct ibv_context* ctx, const char* const* names, size_t n);
+/* The values of n added counters from slot `first` on. 0 or an errno. */
+int vrnic_counters_set(struct ibv_context* ctx, int first, const uint64_t* values, size_t n);
 
 /* Told when a QP of the process enters the error state on its own (IBV_EVENT_QP_FATAL: the
  * transport gave up on the peer, or a request broke the rules), so that the connection

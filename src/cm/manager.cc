@@ -159,6 +159,9 @@ int Manager::connect(const ConnectArgs& a, uint32_t* conn) {
   c.has_last = true;
   c.state = State::kReqSent;
   c.retries_left = cfg_.max_cm_retries;
+  // The active side's later waits (a DREQ's) take the response timeout its REQ announced, as
+  // the kernel CM's do (cm_id timeout_ms from the REQ's remote CM response timeout).
+  c.peer_response_timeout = cfg_.cm_response_timeout;
   send(c, c.last, c.tid);
   arm(c, response_timeout_ns(cfg_.cm_response_timeout));
   *conn = c.id;

@@ -45,8 +45,17 @@ class Manager {
   int establish(uint32_t conn);
   // Passive side, after CONNECT_REQUEST: the REP (ESTABLISHED follows with the RTU).
   int accept(uint32_t conn, const Params& local);
+  // REJ: refuses a request (passive side), a REP (active side), or abandons a set-up of
+  // either side still in progress (as the kernel CM's ib_send_cm_rej). EINVAL otherwise.
   int reject(uint32_t conn, std::span<const uint8_t> private_data,
              uint16_t reason = uint16_t(wire::cm::RejReason::kConsumerReject));
+  // The application fetched the connection request: it leaves its listener's backlog (the
+  // kernel's ucma counts requests not yet read; a request that finds the backlog full goes
+  // unanswered, and the requester's resend tries again).
+  void request_taken(uint32_t conn);
+  // The QP of a passive connection received before the RTU (IBV_EVENT_COMM_EST): established
+  // as if the RTU had come. EISCONN if already established, EINVAL in any other state.
+  int notify_established(uint32_t conn);
   // DREQ (or the DREP that answers the peer's DREQ). EINVAL if not connected.
   int disconnect(uint32_t conn, std::span<const uint8_t> private_data = {});
   // Forgets a connection. One still connected is disconnected first; one that is being set
@@ -69,6 +78,10 @@ class Manager {
   // The process is about to exit and its timers with it: resends every DREQ still awaiting
   // its DREP now (the kernel CM would go on resending after the process). Returns how many.
   size_t resend_pending_disconnects();
+  size_t unanswered_disconnects() const;  // DREQs still awaiting their DREP
+  // The process is exiting: every connection ends as destroy() ends it (DREQ, DREP or REJ),
+  // as the kernel CM ends those of a process whose rdma_cm file closes.
+  void shutdown();
   uint64_t next_timer_ns() const;
 
   bool poll_event(Event& out);
@@ -92,6 +105,7 @@ class Manager {
     uint64_t deadline = UINT64_MAX;
     uint8_t retries_left = 0;
     bool orphan = false;           // destroyed by the application while still disconnecting
+    bool unfetched = false;        // a request the application has not fetched: in the backlog
   };
   struct Listener {
     uint16_t port_space = 0;
@@ -100,7 +114,7 @@ class Manager {
     bool wildcard = false;
     bool ipv6_only = false;
     int backlog = 0;
-    int pending = 0;  // connection requests not yet accepted or rejected
+    int pending = 0;  // connection requests the application has not fetched yet
   };
 
   struct Parked {  // a request for a service between two listeners
@@ -127,6 +141,7 @@ class Manager {
   void arm(Conn& c, uint64_t after_ns);
   void expire(Conn& c);
   void enter_timewait(Conn& c);
+  void leave_backlog(Conn& c);
   void emit(Event ev);
 
   bool park(const Endpoint& from, const Endpoint& to, uint64_t tid, const wire::cm::Message& m,

@@ -34,7 +34,7 @@ int Manager::accept(uint32_t conn, const Params& p) {
   c->last = r;
   c->has_last = true;
   c->state = State::kRepSent;
-  if (Listener* l = find_listener(c->listener)) --l->pending;
+  leave_backlog(*c);
   send(*c, r, c->tid);
   arm(*c, response_timeout_ns(c->peer_response_timeout));
   return 0;
@@ -58,14 +58,23 @@ int Manager::reject(uint32_t conn, std::span<const uint8_t> pd, uint16_t reason)
   if (!c) return EINVAL;
   if (pd.size() > kRejUserPrivate) return EINVAL;
   wc::MsgRef what;
-  if (c->state == State::kReqRcvd || c->state == State::kMraReqSent) {
-    what = wc::MsgRef::kReq;
-    if (Listener* l = find_listener(c->listener)) --l->pending;
-  } else if (c->state == State::kRepRcvd) {
-    what = wc::MsgRef::kRep;
-  } else {
-    return EINVAL;
+  switch (c->state) {
+    case State::kReqRcvd:
+    case State::kMraReqSent:
+      what = wc::MsgRef::kReq;
+      break;
+    case State::kRepRcvd:
+      what = wc::MsgRef::kRep;
+      break;
+    case State::kReqSent:  // a set-up this side abandons: the REQ or the REP it sent
+    case State::kMraReqRcvd:
+    case State::kRepSent:
+      what = wc::MsgRef::kOther;
+      break;
+    default:
+      return EINVAL;
   }
+  leave_backlog(*c);
   wc::Rej r{.local_comm_id = c->id, .remote_comm_id = c->remote_id, .msg_rejected = what,
             .reject_info_length = 0, .reason = reason, .ari = {}, .private_data = {}};
   copy_private(r.private_data, pd);
@@ -157,11 +166,37 @@ void Manager::destroy(uint32_t conn) {
     default:
       break;
   }
-  if (Listener* l = find_listener(c->listener);
-      l && (c->state == State::kReqRcvd || c->state == State::kMraReqSent)) {
-    --l->pending;
-  }
+  leave_backlog(*c);
   conns_.erase(conn);
+}
+
+void Manager::leave_backlog(Conn& c) {
+  if (!c.unfetched) return;
+  c.unfetched = false;
+  if (Listener* l = find_listener(c.listener)) --l->pending;
+}
+
+void Manager::request_taken(uint32_t conn) {
+  if (Conn* c = find(conn)) leave_backlog(*c);
+}
+
+int Manager::notify_established(uint32_t conn) {
+  Conn* c = find(conn);
+  if (!c) return EINVAL;
+  if (c->state == State::kEstablished) return EISCONN;
+  if (c->state != State::kRepSent) return EINVAL;
+  c->state = State::kEstablished;
+  c->deadline = UINT64_MAX;
+  emit({.type = EventType::kEstablished, .conn = c->id, .peer = c->peer});
+  return 0;
+}
+
+void Manager::shutdown() {
+  std::vector<uint32_t> live;
+  for (const auto& [id, c] : conns_) {
+    if (!c.orphan) live.push_back(id);
+  }
+  for (uint32_t id : live) destroy(id);
 }
 
 int Manager::resolve_sidr(const ConnectArgs& a, uint32_t* conn) {
@@ -199,7 +234,7 @@ int Manager::answer_sidr(uint32_t conn, wc::SidrStatus status, uint32_t qpn, uin
   c->last = r;  // a duplicate SIDR_REQ gets the same answer
   c->has_last = true;
   c->state = State::kClosed;
-  if (Listener* l = find_listener(c->listener)) --l->pending;
+  leave_backlog(*c);
   if (status != wc::SidrStatus::kValid) ++ctr_.rejects_sent;
   send(*c, r, c->tid);
   return 0;
@@ -240,11 +275,11 @@ void Manager::expire(Conn& c) {
   ++ctr_.timeouts;
   if (c.state == State::kDreqSent) {  // the peer never answered: released all the same
     enter_timewait(c);
-    if (!c.orphan) emit({.type = EventType::kDisconnected, .conn = c.id});
+    if (!c.orphan) emit({.type = EventType::kDisconnected, .conn = c.id, .timed_out = true});
     return;
   }
   c.state = State::kClosed;
-  emit({.type = EventType::kUnreachable, .conn = c.id, .reason = uint16_t(ETIMEDOUT)});
+  emit({.type = EventType::kUnreachable, .conn = c.id, .timed_out = true});
 }
 
 void Manager::on_timer() {
@@ -266,6 +301,12 @@ size_t Manager::resend_pending_disconnects() {
     send(c, c.last, c.tid);
     ++n;
   }
+  return n;
+}
+
+size_t Manager::unanswered_disconnects() const {
+  size_t n = 0;
+  for (const auto& [id, c] : conns_) n += c.state == State::kDreqSent && c.has_last;
   return n;
 }
 

@@ -18,7 +18,8 @@
 // CM message naming known comm IDs); move the clock and run the timers; or an application
 // call on either side. After each step: events name known, undestroyed connections;
 // ESTABLISHED comes once per connection; one request and peer make one connection; no timer
-// is due after on_timer(); counters only grow; a backlog refusal meets a full backlog.
+// is due after on_timer(); counters only grow; a request left unanswered for the backlog
+// meets a full backlog (requests not yet taken by the application), and none is refused.
 namespace {
 
 using namespace vrnic::cm;
@@ -52,7 +53,7 @@ struct Side {
   Port port;
   std::unique_ptr<Manager> cm;
   std::vector<uint32_t> ids;                 // every connection id it named, in order
-  std::set<uint32_t> known, destroyed, established;
+  std::set<uint32_t> known, destroyed, established, taken;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> by_peer;  // (peer IPv4, remote id) -> conn
   std::set<std::pair<uint32_t, uint32_t>> seen_reqs;       // every request delivered
   std::set<std::pair<uint32_t, uint32_t>> maybe_replayed;  // those a new listener may have taken
@@ -71,7 +72,8 @@ bool grew(const Counters& a, const Counters& b) {  // every counter of b >= that
   return b.retries >= a.retries && b.timeouts >= a.timeouts &&
          b.rejects_sent >= a.rejects_sent && b.rejects_received >= a.rejects_received &&
          b.duplicates >= a.duplicates && b.rx_malformed >= a.rx_malformed &&
-         b.rx_unmatched >= a.rx_unmatched && b.rx_bad_state >= a.rx_bad_state;
+         b.rx_unmatched >= a.rx_unmatched && b.rx_bad_state >= a.rx_bad_state &&
+         b.backlog_drops >= a.backlog_drops;
 }
 
 uint32_t peer_key(const Endpoint& e) {
@@ -111,7 +113,7 @@ class Harness {
   void check_event(int i, const Event& e);
   void deliver(const WireMad& m);
   int pending(int i, uint64_t service_id) const;
-  void check_backlog(int i, uint64_t service_id, size_t sent_before);
+  void check_backlog(int i, uint64_t service_id, size_t sent_before, uint64_t drops_before);
   void forged_mad();
   wc::Message forged_message(uint16_t which, uint32_t local_id, uint32_t remote_id);
   wc::Req forged_req(uint32_t local_id);
@@ -120,6 +122,7 @@ class Harness {
   void app_connect(int i, bool sidr);
   void app_listen(int i);
   void app_destroy(int i, uint32_t conn);
+  void app_shutdown(int i);
   uint32_t pick_id(int i);
   Params params();
 
@@ -167,13 +170,14 @@ void Harness::deliver(const WireMad& m) {
       }
     }
     const size_t before = queue_.size();
+    const uint64_t drops = side_[i].cm->counters().backlog_drops;
     side_[i].cm->receive(m.from, m.to, m.bytes);
-    if (sid != 0) check_backlog(i, sid, before);
+    if (sid != 0) check_backlog(i, sid, before, drops);
   }
 }
 
-// Requests of a service's listener not yet accepted or rejected, as the application sees
-// them; -1 if no listener of side i serves it.
+// Requests of a service's listener the application has not taken (nor answered) yet; -1 if
+// no listener of side i serves it, -2 if they fill its backlog.
 int Harness::pending(int i, uint64_t service_id) const {
   const Side& s = side_[i];
   for (const auto& [l, info] : s.listener_info) {
@@ -181,7 +185,7 @@ int Harness::pending(int i, uint64_t service_id) const {
     int n = 0;
     for (const auto& [conn, of] : s.listener_of) {
       const State st = s.cm->state(conn);
-      n += of == l && !s.destroyed.count(conn) &&
+      n += of == l && !s.destroyed.count(conn) && !s.taken.count(conn) &&
            (st == State::kReqRcvd || st == State::kMraReqSent || st == State::kSidrReqRcvd);
     }
     return info.second > 0 && n >= info.second ? -2 : n;  // -2: the backlog is full
@@ -189,21 +193,29 @@ int Harness::pending(int i, uint64_t service_id) const {
   return -1;
 }
 
-// A request refused for a full backlog (a REJ from comm ID 0 with reason ConsumerReject, or
-// a SIDR_REP Rejected) needs a listener whose backlog the application really filled.
-void Harness::check_backlog(int i, uint64_t service_id, size_t sent_before) {
+// A full backlog leaves a request unanswered (as ucma): a drop needs a listener whose
+// backlog the application really filled, and nothing refuses a request for it (a REJ from
+// comm ID 0 with reason ConsumerReject, or a SIDR_REP Rejected for no known request).
+void Harness::check_backlog(int i, uint64_t service_id, size_t sent_before,
+                            uint64_t drops_before) {
+  if (side_[i].cm->counters().backlog_drops > drops_before &&
+      pending(i, service_id) != -2) {
+    broken();
+  }
   for (size_t k = sent_before; k < queue_.size(); ++k) {
     wc::Mad out;
     if (wc::parse_mad(queue_[k].bytes, out) != wc::MadError::kOk) broken();
-    bool full = false;
     if (const auto* r = std::get_if<wc::Rej>(&out.msg)) {
-      full = r->local_comm_id == 0 && r->reason == uint16_t(wc::RejReason::kConsumerReject);
+      if (r->local_comm_id == 0 && r->reason == uint16_t(wc::RejReason::kConsumerReject)) {
+        broken();
+      }
     } else if (const auto* r = std::get_if<wc::SidrRep>(&out.msg)) {
       const std::pair<uint32_t, uint32_t> key{peer_key(queue_[k].to), r->request_id};
-      full = r->status == uint8_t(wc::SidrStatus::kRejected) && !side_[i].by_peer.count(key) &&
-             !side_[i].maybe_replayed.count(key);
+      if (r->status == uint8_t(wc::SidrStatus::kRejected) && !side_[i].by_peer.count(key) &&
+          !side_[i].maybe_replayed.count(key)) {
+        broken();
+      }
     }
-    if (full && pending(i, service_id) != -2) broken();
   }
 }
 
@@ -346,6 +358,14 @@ void Harness::app_destroy(int i, uint32_t conn) {
   std::erase_if(s.by_peer, [&](const auto& kv) { return kv.second == conn; });
 }
 
+// The process exits: every connection ends; none may report anything after.
+void Harness::app_shutdown(int i) {
+  Side& s = side_[i];
+  s.cm->shutdown();
+  s.destroyed.insert(s.known.begin(), s.known.end());
+  s.by_peer.clear();
+}
+
 void Harness::app_call(int i, uint8_t op) {
   Side& s = side_[i];
   const uint32_t conn = pick_id(i);
@@ -362,7 +382,14 @@ void Harness::app_call(int i, uint8_t op) {
     case 7: return app_listen(i);
     case 8: (void)s.cm->accept_sidr(conn, 0x42, 0x1234, pd); return;
     case 9: (void)s.cm->reject_sidr(conn, wc::SidrStatus::kRejected, pd); return;
-    default: (void)s.cm->state(conn); return;
+    case 10:
+      s.cm->request_taken(conn);
+      s.taken.insert(conn);
+      return;
+    default:
+      if (in_.ConsumeIntegralInRange<uint8_t>(0, 15) == 0) return app_shutdown(i);
+      (void)s.cm->notify_established(conn);
+      return;
   }
 }
 

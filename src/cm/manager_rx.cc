@@ -108,8 +108,9 @@ void Manager::on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, con
   if (m.transport > 1 && !xrc) {
     return reject_req(from, to, tid, m.local_comm_id, wc::RejReason::kInvalidTransportType);
   }
-  if (l->pending >= l->backlog) {
-    return reject_req(from, to, tid, m.local_comm_id, wc::RejReason::kConsumerReject);
+  if (l->pending >= l->backlog) {  // unanswered, as ucma leaves it: the resent REQ tries again
+    ++ctr_.backlog_drops;
+    return;
   }
   Endpoint local = to, remote = from;
   local.port = wc::service_port(m.service_id);
@@ -137,6 +138,7 @@ void Manager::on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, con
   p.hop_limit = m.primary.hop_limit;
   p.private_data = user_data(m.private_data, wc::kIpCmHeaderSize);
   c.state = State::kReqRcvd;
+  c.unfetched = true;
   ++l->pending;
   emit({.type = EventType::kConnectRequest, .conn = c.id, .listener = c.listener,
         .peer = p, .local = local, .remote = remote, .port_space = c.port_space});
@@ -162,14 +164,22 @@ void Manager::on_mra(const Endpoint& from, const wc::Mra& m) {
 }
 
 void Manager::on_rej(const Endpoint& from, const wc::Rej& m) {
-  Conn* c = match(from, m.remote_comm_id, m.local_comm_id);
-  if (!c) return;
+  // A requester abandoning its REQ may not know our comm ID yet: found by its own.
+  Conn* c = m.remote_comm_id == 0 ? find_by_remote(from, m.local_comm_id)
+                                  : match(from, m.remote_comm_id, m.local_comm_id);
+  if (!c) {
+    if (m.remote_comm_id == 0) ++ctr_.rx_unmatched;
+    return;
+  }
   ++ctr_.rejects_received;
   switch (c->state) {
     case State::kReqSent:
     case State::kMraReqRcvd:
+    case State::kReqRcvd:  // the requester gave up before our answer
+    case State::kMraReqSent:
     case State::kRepSent:
     case State::kRepRcvd: {
+      leave_backlog(*c);
       c->state = State::kClosed;
       c->deadline = UINT64_MAX;
       Event ev{.type = EventType::kRejected, .conn = c->id, .reason = m.reason};
@@ -300,11 +310,15 @@ void Manager::on_sidr_req(const Endpoint& from, const Endpoint& to, uint64_t tid
   if (!l && well_formed && may_park && park(from, to, tid, m, m.service_id, m.request_id)) {
     return;
   }
-  if (!l || l->pending >= l->backlog) {
-    const auto status = l ? wc::SidrStatus::kRejected : wc::SidrStatus::kServiceIdNotSupported;
+  if (!l) {
     ++ctr_.rejects_sent;
-    send_to(to, from, wc::SidrRep{.request_id = m.request_id, .status = uint8_t(status),
+    send_to(to, from, wc::SidrRep{.request_id = m.request_id,
+                                  .status = uint8_t(wc::SidrStatus::kServiceIdNotSupported),
                                   .service_id = m.service_id}, tid);
+    return;
+  }
+  if (l->pending >= l->backlog) {  // unanswered, as a REQ (on_req)
+    ++ctr_.backlog_drops;
     return;
   }
   Endpoint local = to, remote = from;
@@ -318,9 +332,11 @@ void Manager::on_sidr_req(const Endpoint& from, const Endpoint& to, uint64_t tid
   c.tid = tid;
   c.state = State::kSidrReqRcvd;
   c.peer.private_data = user_data(m.private_data, wc::kIpCmHeaderSize);
+  c.unfetched = true;
   ++l->pending;
   emit({.type = EventType::kConnectRequest, .conn = c.id, .listener = c.listener,
-        .peer = c.peer, .local = local, .remote = remote, .port_space = c.port_space});
+        .peer = c.peer, .local = local, .remote = remote, .port_space = c.port_space,
+        .sidr = true});
 }
 
 void Manager::on_sidr_rep(const Endpoint& from, const wc::SidrRep& m) {

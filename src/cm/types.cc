@@ -30,7 +30,6 @@ const char* to_string(EventType t) {
     case EventType::kEstablished: return "ESTABLISHED";
     case EventType::kRejected: return "REJECTED";
     case EventType::kUnreachable: return "UNREACHABLE";
-    case EventType::kConnectError: return "CONNECT_ERROR";
     case EventType::kDisconnected: return "DISCONNECTED";
     case EventType::kTimewaitExit: return "TIMEWAIT_EXIT";
   }

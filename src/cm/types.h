@@ -72,10 +72,9 @@ enum class EventType : uint8_t {
   kConnectRequest,   // REQ (or SIDR_REQ) for a listener: a new connection in kReqRcvd
   kConnectResponse,  // REP: the caller moves its QP to RTR/RTS, then establish()
   kEstablished,      // RTU received (passive), establish() done (active), SIDR_REP valid
-  kRejected,         // REJ, or a SIDR_REP with a failure status
-  kUnreachable,      // no answer after every retry
-  kConnectError,     // the peer went away during set-up (REJ timeout after REP)
-  kDisconnected,     // DREQ received, or our DREQ answered / given up on
+  kRejected,         // REJ (its reason in `reason`)
+  kUnreachable,      // no answer after every retry (timed_out), or a SIDR_REP's failure
+  kDisconnected,     // DREQ received, or our DREQ answered / given up on (timed_out)
   kTimewaitExit,     // time-wait over: the QP may be reused
 };
 const char* to_string(EventType t);
@@ -85,9 +84,11 @@ struct Event {
   uint32_t conn = 0;
   uint32_t listener = 0;   // kConnectRequest
   Params peer;             // kConnectRequest / kConnectResponse / kEstablished (SIDR)
-  uint16_t reason = 0;     // kRejected: the REJ reason or the SIDR status
+  uint16_t reason = 0;     // kRejected: the REJ reason; kUnreachable: the SIDR status
+  bool timed_out = false;  // kUnreachable / kDisconnected: the retries ran out unanswered
   Endpoint local, remote;  // kConnectRequest: the addresses of the IP CM header
   uint16_t port_space = 0;
+  bool sidr = false;       // kConnectRequest: from a SIDR_REQ (a UD QP's), not a REQ
 };
 
 struct Counters {
@@ -101,6 +102,7 @@ struct Counters {
   uint64_t rx_unmatched = 0;  // comm IDs that match no connection, or the wrong peer
   uint64_t rx_bad_state = 0;  // a message the connection's state does not expect
   uint64_t parked = 0;        // requests held for a service listening again (relisten_wait_ns)
+  uint64_t backlog_drops = 0; // requests left unanswered: the listener's backlog was full
 };
 
 }  // namespace vrnic::cm

@@ -1,4 +1,4 @@
-// Per-device counters: one X-macro list gives the struct, the names and the printing order.
+// Per-device counters: one X-macro list gives the struct, the names and the printing order (the layers above publish theirs after them: live/counters_file.h).
 #pragma once
 #include <cstdint>
 
@@ -21,18 +21,7 @@ namespace vrnic::engine {
   X(rx_qkey_errors) X(rx_dropped_no_recv) X(rx_uc_dropped) X(rx_mcast_packets)           \
   X(direct_writes) X(direct_reads) X(direct_bytes) X(direct_fallbacks)                    \
   X(tx_gsi) X(rx_gsi)                                                                      \
-  X(np_ecn_marked_roce_packets) X(np_cnp_sent) X(rp_cnp_handled) X(rp_cnp_ignored)         \
-  VRNIC_CM_COUNTERS(X)
-
-// The connection manager's counters (librdmacm.so.1 keeps them, above the engine, and
-// publishes them into the device's block): MADs by kind, retries, rejects, timeouts, drops.
-#define VRNIC_CM_COUNTERS(X)                                                               \
-  X(cm_tx_req) X(cm_tx_mra) X(cm_tx_rej) X(cm_tx_rep) X(cm_tx_rtu) X(cm_tx_dreq)           \
-  X(cm_tx_drep) X(cm_tx_sidr_req) X(cm_tx_sidr_rep)                                        \
-  X(cm_rx_req) X(cm_rx_mra) X(cm_rx_rej) X(cm_rx_rep) X(cm_rx_rtu) X(cm_rx_dreq)           \
-  X(cm_rx_drep) X(cm_rx_sidr_req) X(cm_rx_sidr_rep)                                        \
-  X(cm_retries) X(cm_timeouts) X(cm_rejects_sent) X(cm_rejects_received) X(cm_duplicates)  \
-  X(cm_rx_malformed) X(cm_rx_unmatched) X(cm_rx_bad_state) X(cm_parked)
+  X(np_ecn_marked_roce_packets) X(np_cnp_sent) X(rp_cnp_handled) X(rp_cnp_ignored)
 
 struct Counters {
 #define VRNIC_COUNTER_FIELD(name) uint64_t name = 0;

@@ -46,8 +46,10 @@ int CountersFile::create(const std::string& device, const std::string& ip,
   std::string names;
   for (const char* n : kCounterNames) names.append(n).push_back('\0');
   const size_t counters_offset = sizeof(CountersFileHeader);
-  const size_t names_offset = counters_offset + sizeof(engine::Counters);
-  const size_t rates_offset = (names_offset + names.size() + 7) & ~size_t{7};
+  const size_t names_offset =
+      counters_offset + sizeof(engine::Counters) + kCountersAdded * sizeof(uint64_t);
+  const size_t names_capacity = names.size() + kCountersAddedNameBytes;
+  const size_t rates_offset = (names_offset + names_capacity + 7) & ~size_t{7};
   const size_t size = rates_offset + kCountersRates * sizeof(CountersRate);
 
   std::string path = counters_path(getpid(), device);
@@ -89,6 +91,8 @@ int CountersFile::create(const std::string& device, const std::string& ip,
   copy_field(h->program, sizeof h->program, program);
   std::memcpy(static_cast<char*>(map) + names_offset, names.data(), names.size());
   counters_ = new (static_cast<char*>(map) + counters_offset) engine::Counters();
+  added_ = reinterpret_cast<uint64_t*>(counters_ + 1);
+  names_capacity_ = names_capacity;
   // The magic last: a reader that sees it sees a complete header.
   __atomic_thread_fence(__ATOMIC_RELEASE);
   std::memcpy(h->magic, kCountersMagic, sizeof kCountersMagic);
@@ -107,6 +111,39 @@ void CountersFile::set_rates(std::span<const engine::QpRate> rates) {
   __atomic_store_n(&h->rates_count, n, __ATOMIC_RELEASE);
 }
 
+int CountersFile::add_counters(std::span<const char* const> names) {
+  const size_t first = added_names_.size();
+  if (first + names.size() > kCountersAdded) return -1;
+  std::string text;
+  for (const char* n : names) text.append(n).push_back('\0');
+  auto* h = static_cast<CountersFileHeader*>(map_);
+  if (h && h->names_bytes + text.size() > names_capacity_) return -1;
+  added_names_.insert(added_names_.end(), names.begin(), names.end());
+  if (h) {
+    // The names first, then their count: a reader that sees the count sees the names.
+    std::memcpy(static_cast<char*>(map_) + h->names_offset + h->names_bytes, text.data(),
+                text.size());
+    __atomic_store_n(&h->names_bytes, h->names_bytes + uint32_t(text.size()), __ATOMIC_RELEASE);
+    __atomic_store_n(&h->counter_count, kCounterCount + uint32_t(added_names_.size()),
+                     __ATOMIC_RELEASE);
+  }
+  return static_cast<int>(first);
+}
+
+void CountersFile::set_added(size_t first, std::span<const uint64_t> values) {
+  for (size_t i = 0; i < values.size() && first + i < added_names_.size(); ++i)
+    __atomic_store_n(&added_[first + i], values[i], __ATOMIC_RELAXED);
+}
+
+std::string CountersFile::format_added_nonzero() const {
+  std::string out;
+  for (size_t i = 0; i < added_names_.size(); ++i) {
+    const uint64_t v = __atomic_load_n(&added_[i], __ATOMIC_RELAXED);
+    if (v != 0) out += added_names_[i] + ' ' + std::to_string(v) + '\n';
+  }
+  return out;
+}
+
 void CountersFile::unlink_file() {
   if (!path_.empty()) {
     unlink(path_.c_str());
@@ -116,6 +153,8 @@ void CountersFile::unlink_file() {
 
 void CountersFile::remove() {
   if (map_) {
+    std::memcpy(private_added_.data(), added_, sizeof private_added_);
+    added_ = private_added_.data();
     munmap(map_, size_);
     map_ = nullptr;
     counters_ = nullptr;
@@ -137,10 +176,12 @@ bool read_counters_file(const std::string& path, CountersSnapshot& out) {
   if (map == MAP_FAILED) return false;
   const auto* h = static_cast<const CountersFileHeader*>(map);
   const char* base = static_cast<const char*>(map);
+  // The count before the names' size: the writer raises them in the other order.
+  const uint32_t count = __atomic_load_n(&h->counter_count, __ATOMIC_ACQUIRE);
+  const uint32_t names_bytes = __atomic_load_n(&h->names_bytes, __ATOMIC_ACQUIRE);
   bool ok = std::memcmp(h->magic, kCountersMagic, sizeof kCountersMagic) == 0 &&
-            h->version == kCountersVersion &&
-            h->counters_offset + uint64_t{h->counter_count} * 8 <= size &&
-            h->names_offset + uint64_t{h->names_bytes} <= size && h->counters_offset % 8 == 0;
+            h->version == kCountersVersion && h->counters_offset + uint64_t{count} * 8 <= size &&
+            h->names_offset + uint64_t{names_bytes} <= size && h->counters_offset % 8 == 0;
   if (ok) {
     out.path = path;
     out.pid = h->pid;
@@ -152,8 +193,8 @@ bool read_counters_file(const std::string& path, CountersSnapshot& out) {
     out.counters.clear();
     const auto* values = reinterpret_cast<const uint64_t*>(base + h->counters_offset);
     const char* name = base + h->names_offset;
-    const char* names_end = name + h->names_bytes;
-    for (uint32_t i = 0; i < h->counter_count && name < names_end; ++i) {
+    const char* names_end = name + names_bytes;
+    for (uint32_t i = 0; i < count && name < names_end; ++i) {
       size_t len = strnlen(name, names_end - name);
       out.counters.emplace_back(std::string(name, len),
                                 __atomic_load_n(&values[i], __ATOMIC_RELAXED));

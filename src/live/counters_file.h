@@ -2,13 +2,17 @@
 //
 // Layout (all integers host order, the file is only read on the host that wrote it):
 //   [0, 256)                  CountersFileHeader
-//   [counters_offset, +8*n)   n uint64 counters, in VRNIC_COUNTERS order (engine::Counters)
+//   [counters_offset, +8*n)   n uint64 counters: engine::Counters in VRNIC_COUNTERS order, then
+//                             those a layer above added (the connection manager's)
 //   [names_offset, +names_bytes)  their names, each NUL-terminated, in the same order
+// Room for kCountersAdded more counters and their names is reserved: a layer that adds its
+// own writes their names, then raises names_bytes and counter_count.
 // The engine updates the counters in place; a reader sees each 8-byte counter whole (aligned
 // loads), not a consistent snapshot of all of them.
 #pragma once
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -54,6 +58,9 @@ struct CountersRate {
 };
 static_assert(sizeof(CountersRate) == 32);
 inline constexpr uint32_t kCountersRates = 64;
+// Counters the layers above the device may add (the connection manager's 28), and their names.
+inline constexpr uint32_t kCountersAdded = 48;
+inline constexpr uint32_t kCountersAddedNameBytes = 48 * 32;
 
 // "/dev/shm/vrnic.<pid>.<device>"
 std::string counters_path(pid_t pid, const std::string& device);
@@ -73,6 +80,14 @@ class CountersFile {
   // Publishes the QPs' rates (the first kCountersRates of them).
   void set_rates(std::span<const engine::QpRate> rates);
   const std::string& path() const { return path_; }
+  // Counters a layer above the device keeps: their names follow the device's (in the file
+  // when there is one, in format_added_nonzero always). Returns the index of the first of
+  // their slots for set_added, or -1 if there is no room for them.
+  int add_counters(std::span<const char* const> names);
+  // Values of added counters from slot `first` on (8-byte stores, as the engine's).
+  void set_added(size_t first, std::span<const uint64_t> values);
+  // Nonzero added counters as "name value" lines.
+  std::string format_added_nonzero() const;
   // Unlinks the file; the mapping stays valid (the engine may still count into it).
   void unlink_file();
   // Unmaps and unlinks (idempotent).
@@ -83,6 +98,10 @@ class CountersFile {
   size_t size_ = 0;
   engine::Counters* counters_ = nullptr;
   std::string path_;
+  std::vector<std::string> added_names_;
+  std::array<uint64_t, kCountersAdded> private_added_{};  // the added values without a file
+  uint64_t* added_ = private_added_.data();
+  size_t names_capacity_ = 0;  // bytes of the file's names area
 };
 
 // The reader's side: one file's header and its counters by name.

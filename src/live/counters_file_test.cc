@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -39,6 +42,49 @@ TEST(CountersFile, create__reader_sees_header_and_live_values) {
   f.counters()->tx_packets = 13;
   ASSERT_TRUE(read_counters_file(f.path(), s));
   EXPECT_EQ(s.counters.front().second, 13u);
+}
+
+// A layer above (the connection manager) adds its counters: a reader sees their names after
+// the device's, with the values set; --stats' text lists the nonzero ones.
+TEST(CountersFile, add_counters__names_after_the_devices_with_their_values) {
+  CountersFile f;
+  ASSERT_EQ(f.create("vrnicadded", "127.0.0.15", "prog"), 0);
+  const char* const names[] = {"cm_tx_req", "cm_rx_rep", "cm_parked"};
+  ASSERT_EQ(f.add_counters(names), 0);
+  const uint64_t values[] = {4, 0, 9};
+  f.set_added(0, values);
+  f.counters()->tx_packets = 5;
+
+  CountersSnapshot s;
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  const size_t device = sizeof(engine::Counters) / 8;
+  ASSERT_EQ(s.counters.size(), device + 3);
+  EXPECT_EQ(s.counters.front(), (std::pair<std::string, uint64_t>{"tx_packets", 5}));
+  EXPECT_EQ(s.counters[device], (std::pair<std::string, uint64_t>{"cm_tx_req", 4}));
+  EXPECT_EQ(s.counters[device + 1], (std::pair<std::string, uint64_t>{"cm_rx_rep", 0}));
+  EXPECT_EQ(s.counters[device + 2], (std::pair<std::string, uint64_t>{"cm_parked", 9}));
+  EXPECT_EQ(f.format_added_nonzero(), "cm_tx_req 4\ncm_parked 9\n");
+
+  // A second layer's counters follow; past the room reserved, none is added.
+  const char* const more[] = {"x_one"};
+  ASSERT_EQ(f.add_counters(more), 3);
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  ASSERT_EQ(s.counters.size(), device + 4);
+  EXPECT_EQ(s.counters.back().first, "x_one");
+  std::vector<const char*> too_many(kCountersAdded, "x");
+  EXPECT_EQ(f.add_counters(too_many), -1);
+  ASSERT_TRUE(read_counters_file(f.path(), s));
+  EXPECT_EQ(s.counters.size(), device + 4);
+}
+
+// Without a file (the device counts privately) the added counters still show in --stats.
+TEST(CountersFile, add_counters__without_a_file__counted_privately) {
+  CountersFile f;
+  const char* const names[] = {"cm_tx_req", "cm_timeouts"};
+  ASSERT_EQ(f.add_counters(names), 0);
+  const uint64_t values[] = {0, 2};
+  f.set_added(0, values);
+  EXPECT_EQ(f.format_added_nonzero(), "cm_timeouts 2\n");
 }
 
 TEST(CountersFile, remove__unlinks) {

@@ -157,7 +157,7 @@ void LiveNic::Impl::stop_thread() {
 }
 
 std::string LiveNic::Impl::stats_text() {
-  std::string text = format_nonzero(device->counters());
+  std::string text = format_nonzero(device->counters()) + counters_file.format_added_nonzero();
   if (text.empty()) text = "(all zero)\n";
   const transport::UdpPortStats ps = port->stats();
   if (ps.tx_dropped) text += "udp_tx_dropped " + std::to_string(ps.tx_dropped) + "\n";

@@ -45,6 +45,14 @@ const engine::Counters& LiveNic::counters() const { return device_->counters(); 
 const std::string& LiveNic::counters_path() const { return impl_->counters_file.path(); }
 bool LiveNic::auth_mode() const { return impl_->config.auth; }
 
+int LiveNic::add_counters(std::span<const char* const> names) {
+  return locked([&](engine::Device&) { return impl_->counters_file.add_counters(names); });
+}
+
+void LiveNic::set_counters(size_t first, std::span<const uint64_t> values) {
+  locked([&](engine::Device&) { impl_->counters_file.set_added(first, values); });
+}
+
 void LiveNic::set_gsi_handler(GsiHandler h) {
   locked([&](engine::Device&) { impl_->sink.gsi_ = std::move(h); });
 }

@@ -113,6 +113,11 @@ class LiveNic {
   // The counters as the engine keeps them (in the shared counters file when there is one;
   // read them under locked() for exact values).
   const engine::Counters& counters() const;
+  // Counters a layer above keeps (the connection manager's): shown after the device's own,
+  // in the counters file and the VRNIC_STATS text. add_counters returns the index of the
+  // first of their slots for set_counters, or -1 if there is no room for them.
+  int add_counters(std::span<const char* const> names);
+  void set_counters(size_t first, std::span<const uint64_t> values);
   // "/dev/shm/vrnic.<pid>.vrnic0", or empty if the file could not be created.
   const std::string& counters_path() const;
   // VRNIC_AUTH: the connection manager agrees keys for every RC connection it sets up.

@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <vector>
 
@@ -99,16 +101,29 @@ RDMACM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event**
     EventBox* b = ch->queue.front();
     ch->queue.pop_front();
     --ch->readers;
+    // A request read leaves its listener's backlog (ucma counts those not yet read).
+    if (b->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      s.manager().request_taken(to_id(b->ev.id)->conn);
+    }
+    s.outstanding.insert(&b->ev);
     *event = &b->ev;
     return 0;
   }
 }
 
+// librdmacm frees the event: acknowledging it twice is a double free, which glibc stops with
+// an abort. vrnic aborts the same way, saying why.
 RDMACM_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
   if (!event) return fail(EINVAL);
   Service& s = Service::get();
   {
     std::lock_guard<std::mutex> g(s.mu);
+    if (s.outstanding.erase(event) == 0) {
+      std::fprintf(stderr, "vrnic librdmacm: rdma_ack_cm_event(%p): not an event "
+                   "rdma_get_cm_event returned, or acknowledged already (rdma-core frees it "
+                   "twice)\n", static_cast<void*>(event));
+      std::abort();
+    }
     Id* id = to_id(event->id);
     --id->pending_events;
     if (id->id.event == event) id->id.event = nullptr;
@@ -120,21 +135,23 @@ RDMACM_EXPORT int rdma_ack_cm_event(rdma_cm_event* event) {
 
 namespace vrnic::rdmacm {
 
-// librdmacm's synchronous mode: the operation's event is awaited on the id's private
-// channel and left in id->event (acknowledged by the next operation or rdma_destroy_id).
-int wait_sync(Id* id, rdma_cm_event_type want) {
+Channel* new_private_channel() {
+  rdma_event_channel* ch = rdma_create_event_channel();
+  if (!ch) return nullptr;
+  to_channel(ch)->sync = true;
+  return to_channel(ch);
+}
+
+int wait_sync(Id* id) {
   if (id->id.event) rdma_ack_cm_event(id->id.event);
   rdma_cm_event* ev = nullptr;
   if (rdma_get_cm_event(&id->channel->ch, &ev) != 0) return -1;
   // Only a synchronous id keeps its last event: an asynchronous program's fetched events are
   // its own to acknowledge (rdma_destroy_id must not acknowledge one a thread still reads).
   ev->id->event = ev;
-  if (ev->event == want && ev->status == 0) return 0;
-  const int status = ev->status;
-  const rdma_cm_event_type got = ev->event;
-  if (got == RDMA_CM_EVENT_REJECTED) return fail(ECONNREFUSED);
-  if (status < 0) return fail(-status);
-  return fail(status ? status : EPROTO);
+  if (ev->status == 0) return 0;
+  if (ev->event == RDMA_CM_EVENT_REJECTED) return fail(ECONNREFUSED);
+  return fail(ev->status < 0 ? -ev->status : ev->status);
 }
 
 }  // namespace vrnic::rdmacm

@@ -49,6 +49,19 @@ cm::Params offer(Service& s, Id* id, const rdma_conn_param* cp) {
   return p;
 }
 
+// librdmacm's ucma_valid_param (TCP port space only): without a QP the parameters are
+// needed (the QP number); depths above the device's (other than RDMA_MAX_*) are refused.
+bool valid_param(Service& s, const Id* id, const rdma_conn_param* cp) {
+  if (id->id.ps != RDMA_PS_TCP) return true;
+  if (!cp) return id->id.qp != nullptr;
+  ibv_device_attr da{};
+  ibv_query_device(s.context(), &da);
+  return (cp->responder_resources == RDMA_MAX_RESP_RES ||
+          cp->responder_resources <= da.max_qp_rd_atom) &&
+         (cp->initiator_depth == RDMA_MAX_INIT_DEPTH ||
+          cp->initiator_depth <= da.max_qp_init_rd_atom);
+}
+
 }  // namespace
 }  // namespace vrnic::rdmacm
 
@@ -60,6 +73,7 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* cp) {
   Id* id = to_id(cm_id);
   {
     std::lock_guard<std::mutex> g(s.mu);
+    if (!valid_param(s, id, cp)) return fail(EINVAL);
     if (id->state != IdState::kRouteResolved) return fail(EINVAL);
     vrnic::cm::ConnectArgs a;
     vrnic::rdmacm::endpoint_of(&cm_id->route.addr.src_addr, a.local);
@@ -86,7 +100,7 @@ RDMACM_EXPORT int rdma_connect(rdma_cm_id* cm_id, rdma_conn_param* cp) {
     id->state = IdState::kConnecting;
   }
   s.kick();
-  return id->channel->sync ? wait_sync(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
+  return id->channel->sync ? wait_sync(id) : 0;
 }
 
 // Passive side: with a QP on the id it goes to RTR and RTS with the negotiated values, then
@@ -97,6 +111,14 @@ RDMACM_EXPORT int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* cp) {
   Id* id = to_id(cm_id);
   {
     std::lock_guard<std::mutex> g(s.mu);
+    if (!valid_param(s, id, cp)) return fail(EINVAL);
+    if (id->state == IdState::kAccepting && !cm_id->qp) {
+      // The kernel's accept fails for a REP already sent and rejects the set-up (with a QP,
+      // librdmacm's move of it to RTR fails first, leaving the connection be).
+      s.manager().reject(id->conn, {});
+      s.kick();
+      return fail(EINVAL);
+    }
     if (id->state != IdState::kConnectRequest) return fail(EINVAL);
     const auto pd = cp ? private_of(cp->private_data, cp->private_data_len)
                        : std::span<const uint8_t>{};
@@ -128,10 +150,14 @@ RDMACM_EXPORT int rdma_accept(rdma_cm_id* cm_id, rdma_conn_param* cp) {
     id->state = IdState::kAccepting;
   }
   s.kick();
-  return id->channel->sync ? wait_sync(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
+  return id->channel->sync ? wait_sync(id) : 0;
 }
 
-RDMACM_EXPORT int rdma_reject(rdma_cm_id* cm_id, const void* private_data, uint8_t len) {
+namespace {
+
+// The kernel CM's ib_send_cm_rej (SIDR_REP Rejected on a UD id); librdmacm's reason 0 is the
+// consumer's (28).
+int reject_with(rdma_cm_id* cm_id, const void* private_data, uint8_t len, uint16_t reason) {
   if (!cm_id) return fail(EINVAL);
   Service& s = Service::get();
   Id* id = to_id(cm_id);
@@ -144,55 +170,89 @@ RDMACM_EXPORT int rdma_reject(rdma_cm_id* cm_id, const void* private_data, uint8
     err = s.manager().reject_sidr(id->conn, vrnic::wire::cm::SidrStatus::kRejected, pd);
   } else {
     if (pd.size() > vrnic::cm::kRejUserPrivate) return fail(EINVAL);
-    err = s.manager().reject(id->conn, pd);
+    err = s.manager().reject(id->conn, pd, reason);
   }
   s.kick();
   return err ? fail(err) : 0;
 }
 
+}  // namespace
+
+RDMACM_EXPORT int rdma_reject(rdma_cm_id* cm_id, const void* private_data, uint8_t len) {
+  return reject_with(cm_id, private_data, len,
+                     uint16_t(vrnic::wire::cm::RejReason::kConsumerReject));
+}
+
+// IBTA's reason 35, vendor option not supported, as librdmacm sends it.
 RDMACM_EXPORT int rdma_reject_ece(rdma_cm_id* cm_id, const void* private_data, uint8_t len) {
-  return rdma_reject(cm_id, private_data, len);
+  return reject_with(cm_id, private_data, len, 35);
 }
 
-// After CONNECT_RESPONSE on an id without a QP (the program moved its QP itself).
+// After CONNECT_RESPONSE on an id without a QP (the program moved its QP itself): the RTU.
+// As with the kernel CM, the active side gets no ESTABLISHED for it (the passive side gets
+// its own on the RTU), and a call before the REP fails and abandons the set-up.
 RDMACM_EXPORT int rdma_establish(rdma_cm_id* cm_id) {
-  if (!cm_id) return fail(EINVAL);
+  if (!cm_id || cm_id->qp) return fail(EINVAL);
   Service& s = Service::get();
   Id* id = to_id(cm_id);
-  {
-    std::lock_guard<std::mutex> g(s.mu);
-    if (!id->conn) return fail(EINVAL);
-    if (cm_id->qp && (qp_to_rtr(id) != 0 || qp_to_rts(id) != 0)) return -1;
-    const int err = s.manager().establish(id->conn);
-    if (err) return fail(err);
-  }
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!id->conn) return fail(EINVAL);
+  id->quiet_establish = true;
+  const int err = s.manager().establish(id->conn);
+  if (err) s.manager().reject(id->conn, {});
   s.kick();
-  return id->channel->sync ? wait_sync(id, RDMA_CM_EVENT_ESTABLISHED) : 0;
+  return err ? fail(err) : 0;
 }
 
-// The QP goes to ERR (its WRs flush), then the DREQ leaves, or the DREP that answers one.
+// The QP goes to ERR (its WRs flush), then the DREQ leaves, or the DREP that answers one. As
+// the kernel CMA, 0 whenever the id has a CM exchange behind it (connected, rejected, being
+// set up or listening), whatever the CM could still send; EINVAL for an id that never had
+// one. The DISCONNECTED this side gets (on the DREP, or -ETIMEDOUT when the DREQ's resends
+// run out) is the one a synchronous id waits for here.
 RDMACM_EXPORT int rdma_disconnect(rdma_cm_id* cm_id) {
-  if (!cm_id) return fail(EINVAL);
+  if (!cm_id || !cm_id->verbs) return fail(EINVAL);
   Service& s = Service::get();
   Id* id = to_id(cm_id);
   {
     std::lock_guard<std::mutex> g(s.mu);
-    if (!id->conn || is_ud(id)) return fail(EINVAL);
-    if (cm_id->qp) qp_to_error(id);
-    s.manager().disconnect(id->conn);
+    if (cm_id->qp && qp_to_error(id) != 0) return -1;
+    if (!id->conn && !id->listener) return fail(EINVAL);
+    if (id->conn && !is_ud(id)) s.manager().disconnect(id->conn);
   }
   s.kick();
-  return 0;
+  return id->channel->sync ? wait_sync(id) : 0;
 }
 
-// IBV_EVENT_COMM_EST on a QP whose RTU is late: the kernel CM takes it as the RTU. vrnic's CM
-// resends its REP until the RTU comes, so there is nothing to do.
+// IBV_EVENT_COMM_EST on a QP whose RTU is late: the kernel CM takes it as the RTU
+// (ESTABLISHED follows); EISCONN once established. IBV_EVENT_PATH_MIG: accepted on an
+// established connection (the kernel's cm_migrate; a RoCE path has no alternate to move to).
+// EINVAL without a connection, or for any other event.
 RDMACM_EXPORT int rdma_notify(rdma_cm_id* cm_id, ibv_event_type event) {
   if (!cm_id) return fail(EINVAL);
+  Service& s = Service::get();
+  Id* id = to_id(cm_id);
+  std::lock_guard<std::mutex> g(s.mu);
+  if (!id->conn) return fail(EINVAL);
+  if (event == IBV_EVENT_PATH_MIG) {
+    return s.manager().state(id->conn) == vrnic::cm::State::kEstablished ? 0 : fail(EINVAL);
+  }
+  if (event != IBV_EVENT_COMM_EST) return fail(EINVAL);
+  const int err = s.manager().notify_established(id->conn);
+  s.kick();
+  return err ? fail(err) : 0;
+}
+
+// Enhanced Connection Establishment, kept in librdmacm itself: the local options are held
+// (before the id has a QP), and the peer's read back. vrnic's CM carries no ECE, so the peer's
+// are those of a peer without it (vendor ID 0), as librdmacm reports a kernel that has none.
+RDMACM_EXPORT int rdma_set_local_ece(rdma_cm_id* cm_id, ibv_ece* ece) {
+  if (!cm_id || cm_id->qp || !ece || !ece->vendor_id || ece->comp_mask) return fail(EINVAL);
+  to_id(cm_id)->local_ece = *ece;
   return 0;
 }
 
-// Enhanced Connection Establishment is an option of some vendors' NICs the kernel CM
-// refuses on devices without it.
-RDMACM_EXPORT int rdma_set_local_ece(rdma_cm_id*, ibv_ece*) { return fail(EOPNOTSUPP); }
-RDMACM_EXPORT int rdma_get_remote_ece(rdma_cm_id*, ibv_ece*) { return fail(EOPNOTSUPP); }
+RDMACM_EXPORT int rdma_get_remote_ece(rdma_cm_id* cm_id, ibv_ece* ece) {
+  if (!cm_id || cm_id->qp || !ece) return fail(EINVAL);
+  *ece = {};
+  return 0;
+}

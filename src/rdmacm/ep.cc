@@ -147,24 +147,51 @@ RDMACM_EXPORT void rdma_destroy_ep(rdma_cm_id* cm_id) {
   rdma_destroy_id(cm_id);
 }
 
+namespace {
+
+// Moves an id and its events not yet fetched to another channel.
+void move_to_channel(Id* id, Channel* to) {
+  std::lock_guard<std::mutex> g(Service::get().mu);
+  Channel* from = id->channel;
+  for (auto it = from->queue.begin(); it != from->queue.end();) {
+    if ((*it)->ev.id == &id->id) {
+      to->queue.push_back(*it);
+      const uint64_t one = 1;
+      (void)!write(to->ch.fd, &one, sizeof one);
+      it = from->queue.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  id->channel = to;
+  id->id.channel = &to->ch;
+}
+
+}  // namespace
+
 // The next connection request of a synchronous listener, as an id of its own (synchronous
-// too), with its QP made from the listener's rdma_create_ep attributes.
+// too), with its QP made from the listener's rdma_create_ep attributes. As librdmacm: the
+// next event must be a request (REJECTED: ECONNREFUSED; an error status: its errno; another
+// event: EINVAL, the event left in listen->event).
 RDMACM_EXPORT int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** out) {
   if (!listen || !out) return fail(EINVAL);
   Id* l = to_id(listen);
   if (!l->channel->sync || l->state != IdState::kListening) return fail(EINVAL);
   if (listen->event) rdma_ack_cm_event(listen->event);
   rdma_cm_event* ev = nullptr;
-  for (;;) {
-    if (rdma_get_cm_event(listen->channel, &ev) != 0) return -1;
-    if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) break;
-    rdma_ack_cm_event(ev);
+  if (rdma_get_cm_event(listen->channel, &ev) != 0) return -1;
+  if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST || ev->status) {
+    listen->event = ev;
+    if (ev->event == RDMA_CM_EVENT_REJECTED) return fail(ECONNREFUSED);
+    return fail(ev->status ? -ev->status : EINVAL);
   }
   rdma_cm_id* child = ev->id;
-  if (rdma_migrate_id(child, nullptr) != 0) {
+  Channel* own = new_private_channel();
+  if (!own) {
     rdma_ack_cm_event(ev);
     return -1;
   }
+  move_to_channel(to_id(child), own);
   child->event = ev;
   if (l->ep_attr) {
     ibv_qp_init_attr attr = *l->ep_attr;
@@ -181,34 +208,21 @@ RDMACM_EXPORT int rdma_get_request(rdma_cm_id* listen, rdma_cm_id** out) {
   return 0;
 }
 
-// Moves an id (and its events not yet fetched) to another channel; NULL: a private one.
+// Moves an id (and its events not yet fetched) to another channel; NULL: a private one
+// (EINVAL for an id that is synchronous already). An id leaving its private channel takes
+// its last event with it and the channel goes, as in librdmacm.
 RDMACM_EXPORT int rdma_migrate_id(rdma_cm_id* cm_id, rdma_event_channel* channel) {
   if (!cm_id) return fail(EINVAL);
   Id* id = to_id(cm_id);
-  Channel* to = nullptr;
-  if (channel) {
-    to = to_channel(channel);
-  } else {
-    rdma_event_channel* ch = rdma_create_event_channel();
-    if (!ch) return -1;
-    to = to_channel(ch);
-    to->sync = true;
-  }
-  Service& s = Service::get();
-  std::lock_guard<std::mutex> g(s.mu);
   Channel* from = id->channel;
-  for (auto it = from->queue.begin(); it != from->queue.end();) {
-    if ((*it)->ev.id == cm_id) {
-      to->queue.push_back(*it);
-      const uint64_t one = 1;
-      (void)!write(to->ch.fd, &one, sizeof one);
-      it = from->queue.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  id->channel = to;
-  cm_id->channel = &to->ch;
+  if (from->sync && !channel) return fail(EINVAL);
+  Channel* to = channel ? to_channel(channel) : new_private_channel();
+  if (!to) return -1;
+  const bool own_private = from->sync && from != to &&
+                           !(id->listen_parent && id->listen_parent->channel == from);
+  if (own_private && cm_id->event) rdma_ack_cm_event(cm_id->event);
+  move_to_channel(id, to);
+  if (own_private) rdma_destroy_event_channel(&from->ch);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "rdmacm/auth.h"
 #include "rdmacm/state.h"
+#include "wire/gid.h"
 
 namespace vrnic::rdmacm {
 namespace {
@@ -33,7 +34,7 @@ void fill_ah(ibv_ah_attr& ah, const cm::Endpoint& peer, uint8_t tos) {
   ah.grh.sgid_index = 0;
   ah.grh.hop_limit = 64;
   ah.grh.traffic_class = tos;
-  const auto gid = wire::cm::gid_of_ip(peer.ip, peer.ipv6);
+  const auto gid = wire::gid_of_ip(peer.ip, peer.ipv6);
   std::memcpy(ah.grh.dgid.raw, gid.data(), 16);
 }
 
@@ -42,6 +43,19 @@ EventBox* box_of(rdma_cm_event_type type, int status = 0) {
   b->ev.event = type;
   b->ev.status = status;
   return b;
+}
+
+// The kernel CMA's cma_ib_check_req_qp_type: a REQ's transport must be the listener's QP type
+// and a SIDR_REQ needs a UD listener; another request is refused (REJ 28, SIDR_REP Rejected).
+bool request_fits(const Id* listener, const cm::Event& ev) {
+  const ibv_qp_type want = listener->id.qp_type;
+  if (ev.sidr) return want == IBV_QPT_UD;
+  switch (ev.peer.transport) {
+    case 0: return want == IBV_QPT_RC;
+    case 1: return want == IBV_QPT_UC;
+    case 3: return want == IBV_QPT_XRC_RECV;  // an XRC initiator's REQ, for an XRC target
+    default: return false;
+  }
 }
 
 // A connection request: a new id on the listener's channel, with the request's addresses.
@@ -75,11 +89,17 @@ void on_request(Service& s, Id* parent, const cm::Event& ev) {
   s.deliver(child, b);
 }
 
-// ESTABLISHED: for a connection the peer's private data (REP or RTU); for UD the address,
-// QPN and Q_Key the SIDR reply gave.
+// ESTABLISHED: on the active side the REP's parameters and private data; on the passive side
+// nothing (the kernel CMA reports the RTU with an empty event); for UD the address, QPN and
+// Q_Key the SIDR reply gave.
 void on_established(Service& s, Id* id, const cm::Event& ev) {
   id->state = IdState::kConnected;
+  if (id->quiet_establish) return;  // rdma_establish: no event on the active side
   EventBox* b = box_of(RDMA_CM_EVENT_ESTABLISHED);
+  if (id->listen_parent) {
+    s.deliver(id, b);
+    return;
+  }
   b->private_data = ev.peer.private_data;
   if (is_ud(id)) {
     b->ev.param.ud.qp_num = ev.peer.qpn;
@@ -127,8 +147,10 @@ void handle_connect_response(Service& s, Id* id, const cm::Event& reply) {
   id->mine.initiator_depth = ev.peer.responder_resources;
   id->mine.rnr_retry_count = ev.peer.rnr_retry_count;
   if (qp_to_rtr(id) != 0 || qp_to_rts(id) != 0) {
+    // librdmacm's ucma_process_conn_resp: the QP to ERR, status -1 (its errno stays behind).
+    qp_to_error(id);
     s.manager().reject(id->conn, {});
-    s.deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -errno));
+    s.deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -1));
     return;
   }
   s.manager().establish(id->conn);  // its ESTABLISHED comes back through on_event
@@ -137,8 +159,12 @@ void handle_connect_response(Service& s, Id* id, const cm::Event& reply) {
 void Service::on_event(const cm::Event& ev) {
   if (ev.type == cm::EventType::kConnectRequest) {
     auto it = by_listener.find(ev.listener);
-    if (it == by_listener.end()) {
-      manager_->reject(ev.conn, {});
+    if (it == by_listener.end() || !request_fits(it->second, ev)) {
+      if (ev.sidr) {
+        manager_->reject_sidr(ev.conn, wire::cm::SidrStatus::kRejected, {});
+      } else {
+        manager_->reject(ev.conn, {});
+      }
       return;
     }
     if (is_ud(it->second) || !auth_mode(*this)) return on_request(*this, it->second, ev);
@@ -169,29 +195,28 @@ void Service::on_event(const cm::Event& ev) {
       on_established(*this, id, shown);
       return;
     }
-    case cm::EventType::kRejected: {
+    case cm::EventType::kRejected: {  // status: the REJ's reason; the QP to ERR (librdmacm)
       id->state = IdState::kDisconnected;
+      if (id->id.qp) qp_to_error(id);
       EventBox* b = box_of(RDMA_CM_EVENT_REJECTED, ev.reason);
       b->private_data = ev.peer.private_data;
       deliver(id, b);
       return;
     }
-    case cm::EventType::kUnreachable:
+    case cm::EventType::kUnreachable: {  // -ETIMEDOUT, or a SIDR_REP's status
       id->state = IdState::kDisconnected;
-      deliver(id, box_of(RDMA_CM_EVENT_UNREACHABLE,
-                         ev.reason == ETIMEDOUT ? -ETIMEDOUT : ev.reason));
-      return;
-    case cm::EventType::kConnectError:
-      deliver(id, box_of(RDMA_CM_EVENT_CONNECT_ERROR, -ECONNRESET));
-      return;
-    case cm::EventType::kDisconnected: {
-      id->state = IdState::kDisconnected;
-      EventBox* b = box_of(RDMA_CM_EVENT_DISCONNECTED);
+      EventBox* b = box_of(RDMA_CM_EVENT_UNREACHABLE, ev.timed_out ? -ETIMEDOUT : ev.reason);
+      if (is_ud(id)) b->private_data = ev.peer.private_data;
       deliver(id, b);
       return;
     }
-    case cm::EventType::kTimewaitExit:
-      deliver(id, box_of(RDMA_CM_EVENT_TIMEWAIT_EXIT));
+    case cm::EventType::kDisconnected:  // 0, or -ETIMEDOUT for a DREQ never answered
+      id->state = IdState::kDisconnected;
+      id->disconnected = true;
+      deliver(id, box_of(RDMA_CM_EVENT_DISCONNECTED, ev.timed_out ? -ETIMEDOUT : 0));
+      return;
+    case cm::EventType::kTimewaitExit:  // the kernel CMA's: only after DISCONNECTED
+      if (id->disconnected) deliver(id, box_of(RDMA_CM_EVENT_TIMEWAIT_EXIT));
       return;
     case cm::EventType::kConnectRequest:
       return;

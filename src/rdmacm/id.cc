@@ -1,11 +1,15 @@
 // Communication identifiers: create, destroy, bind, resolve, listen, options, ports.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "rdmacm/state.h"
+#include "wire/gid.h"
 
 namespace vrnic::rdmacm {
 
@@ -61,13 +65,6 @@ bool is_loopback(const cm::Endpoint& e) {
   return e.ip[15] == 1;
 }
 
-Channel* new_sync_channel() {
-  rdma_event_channel* ch = rdma_create_event_channel();
-  if (!ch) return nullptr;
-  to_channel(ch)->sync = true;
-  return to_channel(ch);
-}
-
 }  // namespace
 
 // The device's GIDs in the route (rdma_ib_addr): read by programs, and the QP's path.
@@ -75,8 +72,8 @@ void fill_ib_addr(Id* id) {
   cm::Endpoint src, dst;
   endpoint_of(&id->id.route.addr.src_addr, src);
   endpoint_of(&id->id.route.addr.dst_addr, dst);
-  const auto s = wire::cm::gid_of_ip(src.ip, src.ipv6);
-  const auto d = wire::cm::gid_of_ip(dst.ip, dst.ipv6);
+  const auto s = wire::gid_of_ip(src.ip, src.ipv6);
+  const auto d = wire::gid_of_ip(dst.ip, dst.ipv6);
   std::memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, s.data(), 16);
   std::memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, d.data(), 16);
   id->id.route.addr.addr.ibaddr.pkey = 0xffff;
@@ -84,24 +81,57 @@ void fill_ib_addr(Id* id) {
 
 namespace {
 
+// The address lengths librdmacm knows (ucma_addrlen): other families are EINVAL before the
+// kernel sees them.
+bool known_family(const sockaddr* sa) {
+  return sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6);
+}
+
 // Binds under the service lock: the address must be the device's, a wildcard or a loopback
 // address. As with the kernel's CM, binding to a loopback address succeeds (libfabric's verbs
 // provider binds "localhost" to find its devices); the device has no such address, so the id
 // stays without one (verbs NULL, like a wildcard bind) and its listener hears requests to that
-// loopback address only.
+// loopback address only. The port is then claimed in the id's port space (ports.cc).
 int bind_locked(Service& s, Id* id, const sockaddr* addr) {
   cm::Endpoint e;
   if (!endpoint_of(addr, e)) return EAFNOSUPPORT;
+  bool on_device = false;
   if (!is_wildcard(e)) {
     if (e.ipv6 != s.address().ipv6) return ENODEV;
-    if (e.same_address(s.address())) id->id.verbs = s.context();
-    else if (!is_loopback(e)) return ENODEV;
+    on_device = e.same_address(s.address());
+    if (!on_device && !is_loopback(e)) return ENODEV;
   }
-  if (e.port == 0) e.port = s.ephemeral_port();
+  // The kernel makes an IPv4 bind AF_INET-only; IPv6 follows bindv6only (0 by default).
+  if (!id->afonly_set) id->afonly = !e.ipv6;
   sockaddr_of(e, id->id.route.addr.src_storage);
+  if (const int err = claim_port(s, id, e)) return err;
+  sockaddr_of(e, id->id.route.addr.src_storage);
+  if (on_device) id->id.verbs = s.context();
   id->id.port_num = 1;
   id->state = IdState::kBound;
   return 0;
+}
+
+// The kernel's route lookup from the device's address (rdma_resolve_ip): a destination the
+// host cannot route to from there fails rdma_resolve_addr at once with the routing errno
+// (ENETUNREACH with no route; EINVAL from a loopback address to another host). A connected
+// UDP socket asks it; through system calls of its own, since librspreload.so interposes
+// socket() and friends and would turn this socket into an rsocket, back into this library.
+int route_check(const cm::Endpoint& from, const cm::Endpoint& to) {
+  const int fd = static_cast<int>(
+      syscall(SYS_socket, to.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (fd < 0) return 0;  // nothing to ask: let the CM find out
+  sockaddr_storage a, b;
+  cm::Endpoint src = from, dst = to;
+  src.port = 0;
+  dst.port = 4791;
+  sockaddr_of(src, a);
+  sockaddr_of(dst, b);
+  const socklen_t len = to.ipv6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (from.ipv6 == to.ipv6) (void)syscall(SYS_bind, fd, &a, len);
+  const int err = syscall(SYS_connect, fd, &b, len) != 0 ? errno : 0;
+  syscall(SYS_close, fd);
+  return err;
 }
 
 void post(Service& s, Id* id, rdma_cm_event_type type, int status = 0) {
@@ -125,7 +155,7 @@ RDMACM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** out, 
   if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB) {
     return fail(EINVAL);
   }
-  Channel* ch = channel ? to_channel(channel) : new_sync_channel();
+  Channel* ch = channel ? to_channel(channel) : new_private_channel();
   if (!ch) return -1;
   auto* id = new Id();
   id->channel = ch;
@@ -143,6 +173,7 @@ RDMACM_EXPORT int rdma_destroy_id(rdma_cm_id* cm_id) {
   Service& s = Service::get();
   if (cm_id->event) rdma_ack_cm_event(cm_id->event);
   std::unique_lock<std::mutex> g(s.mu);
+  release_port(s, id);
   if (id->conn) {
     s.manager().destroy(id->conn);
     s.by_conn.erase(id->conn);
@@ -173,7 +204,7 @@ RDMACM_EXPORT int rdma_destroy_id(rdma_cm_id* cm_id) {
 }
 
 RDMACM_EXPORT int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
-  if (!cm_id || !addr) return fail(EINVAL);
+  if (!cm_id || !known_family(addr)) return fail(EINVAL);
   Service& s = Service::get();
   std::lock_guard<std::mutex> g(s.mu);
   Id* id = to_id(cm_id);
@@ -182,28 +213,35 @@ RDMACM_EXPORT int rdma_bind_addr(rdma_cm_id* cm_id, sockaddr* addr) {
   return err ? fail(err) : 0;
 }
 
-// Any address is reachable through the UDP socket; whether a vrnic answers there shows when
-// the CM's REQ is answered (or, after its retries, UNREACHABLE).
+// As the kernel CMA: an unbound id is bound first (to the device's address when no source is
+// given); a destination of another family than the bound source is EINVAL, one the host
+// cannot route to from the device's address fails with the routing errno, one of the other
+// family than the device's is ADDR_ERROR -ENODEV (no RDMA device has that source). Whether a
+// vrnic answers at a routable address shows when the CM's REQ is answered (or, after its
+// retries, UNREACHABLE -ETIMEDOUT).
 RDMACM_EXPORT int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* dst,
                                     int timeout_ms) {
-  if (!cm_id || !dst) return fail(EINVAL);
+  if (!cm_id || !known_family(dst) || (src && !known_family(src))) return fail(EINVAL);
   Service& s = Service::get();
   Id* id = to_id(cm_id);
   {
     std::lock_guard<std::mutex> g(s.mu);
     Endpoint d;
-    if (!endpoint_of(dst, d)) return fail(EAFNOSUPPORT);
+    endpoint_of(dst, d);
     if (id->state == IdState::kIdle) {
       sockaddr_storage any{};
       Endpoint me = s.address();
       me.port = 0;
       if (src) {
         endpoint_of(src, me);
-        if (is_wildcard(me)) {
+        if (is_wildcard(me) && me.ipv6 == s.address().ipv6) {
           const uint16_t port = me.port;
           me = s.address();
           me.port = port;
         }
+      } else if (d.ipv6 != s.address().ipv6) {
+        me = Endpoint{};  // the wildcard of the destination's family
+        me.ipv6 = d.ipv6;
       }
       sockaddr_of(me, any);
       if (const int err = bind_locked(s, id, reinterpret_cast<sockaddr*>(&any))) return fail(err);
@@ -212,23 +250,26 @@ RDMACM_EXPORT int rdma_resolve_addr(rdma_cm_id* cm_id, sockaddr* src, sockaddr* 
     }
     Endpoint me;
     endpoint_of(&cm_id->route.addr.src_addr, me);
-    if (is_wildcard(me)) {  // bound to any: the device's address, keeping the port
-      const uint16_t port = me.port;
-      me = s.address();
-      me.port = port;
-      sockaddr_of(me, cm_id->route.addr.src_storage);
-    }
-    cm_id->verbs = s.context();
+    if (me.ipv6 != d.ipv6) return fail(EINVAL);
+    const bool device_source = is_wildcard(me) && me.ipv6 == s.address().ipv6;
+    if (const int err = route_check(device_source ? s.address() : me, d)) return fail(err);
     sockaddr_of(d, cm_id->route.addr.dst_storage);
-    fill_ib_addr(id);
     if (d.ipv6 != s.address().ipv6) {
-      post(s, id, RDMA_CM_EVENT_ADDR_ERROR, -EHOSTUNREACH);
+      post(s, id, RDMA_CM_EVENT_ADDR_ERROR, -ENODEV);
     } else {
+      if (is_wildcard(me)) {  // bound to any: the device's address, keeping the port
+        const uint16_t port = me.port;
+        me = s.address();
+        me.port = port;
+        sockaddr_of(me, cm_id->route.addr.src_storage);
+      }
+      cm_id->verbs = s.context();
+      fill_ib_addr(id);
       id->state = IdState::kAddrResolved;
       post(s, id, RDMA_CM_EVENT_ADDR_RESOLVED);
     }
   }
-  return id->channel->sync ? wait_sync(id, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
+  return id->channel->sync ? wait_sync(id) : 0;
 }
 
 RDMACM_EXPORT int rdma_resolve_route(rdma_cm_id* cm_id, int timeout_ms) {
@@ -258,7 +299,7 @@ RDMACM_EXPORT int rdma_resolve_route(rdma_cm_id* cm_id, int timeout_ms) {
     id->state = IdState::kRouteResolved;
     post(s, id, RDMA_CM_EVENT_ROUTE_RESOLVED);
   }
-  return id->channel->sync ? wait_sync(id, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
+  return id->channel->sync ? wait_sync(id) : 0;
 }
 
 RDMACM_EXPORT int rdma_listen(rdma_cm_id* cm_id, int backlog) {
@@ -274,6 +315,9 @@ RDMACM_EXPORT int rdma_listen(rdma_cm_id* cm_id, int backlog) {
     if (const int err = bind_locked(s, id, reinterpret_cast<sockaddr*>(&any))) return fail(err);
   }
   if (id->state != IdState::kBound) return fail(EINVAL);
+  if (id->reuseaddr) {  // cma_bind_listen: nobody else may hold the port now
+    if (const int err = check_listen_port(s, id)) return fail(err);
+  }
   Endpoint local;
   endpoint_of(&cm_id->route.addr.src_addr, local);
   uint32_t l = 0;
@@ -289,9 +333,11 @@ RDMACM_EXPORT int rdma_listen(rdma_cm_id* cm_id, int backlog) {
   return 0;
 }
 
+// As ucma's SET_OPTION: a wrong length is EINVAL, an unknown option ENOSYS.
 RDMACM_EXPORT int rdma_set_option(rdma_cm_id* cm_id, int level, int optname, void* optval,
                                   size_t optlen) {
-  if (!cm_id || !optval) return fail(EINVAL);
+  if (!cm_id) return fail(EINVAL);
+  if (!optval && optlen) return fail(EFAULT);  // the kernel copies optlen bytes from optval
   Id* id = to_id(cm_id);
   std::lock_guard<std::mutex> g(Service::get().mu);
   if (level == RDMA_OPTION_IB) {
@@ -304,17 +350,24 @@ RDMACM_EXPORT int rdma_set_option(rdma_cm_id* cm_id, int level, int optname, voi
       if (optlen != sizeof(uint8_t)) return fail(EINVAL);
       id->tos = *static_cast<uint8_t*>(optval);
       return 0;
-    case RDMA_OPTION_ID_REUSEADDR:
+    case RDMA_OPTION_ID_REUSEADDR: {  // rdma_set_reuseaddr: clearing it only before bind
       if (optlen != sizeof(int)) return fail(EINVAL);
-      id->reuseaddr = *static_cast<int*>(optval) != 0;
+      const bool on = *static_cast<int*>(optval) != 0;
+      if (!on && id->state != IdState::kIdle) return fail(EINVAL);
+      id->reuseaddr = on;
       return 0;
-    case RDMA_OPTION_ID_AFONLY:
+    }
+    case RDMA_OPTION_ID_AFONLY:  // rdma_set_afonly: before bind or while only bound
       if (optlen != sizeof(int)) return fail(EINVAL);
-      if (id->state != IdState::kIdle) return fail(EINVAL);  // before bind, as the kernel
+      if (id->state != IdState::kIdle && id->state != IdState::kBound) return fail(EINVAL);
       id->afonly = *static_cast<int*>(optval) != 0;
+      id->afonly_set = true;
       return 0;
-    case RDMA_OPTION_ID_ACK_TIMEOUT:
+    case RDMA_OPTION_ID_ACK_TIMEOUT:  // rdma_set_ack_timeout: RC and XRC initiators only
       if (optlen != sizeof(uint8_t)) return fail(EINVAL);
+      if (cm_id->qp_type != IBV_QPT_RC && cm_id->qp_type != IBV_QPT_XRC_SEND) {
+        return fail(EINVAL);
+      }
       id->ack_timeout = std::min<uint8_t>(*static_cast<uint8_t*>(optval), 31);
       return 0;
     default:

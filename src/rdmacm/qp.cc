@@ -63,7 +63,8 @@ int attrs_for(Id* id, ibv_qp_state to, ibv_qp_attr& a, int& mask) {
   }
 }
 
-int move(Id* id, ibv_qp_state to) {
+// Moves the id's QP to `to` with the attributes of that transition.
+int modify_qp_to(Id* id, ibv_qp_state to) {
   ibv_qp_attr a;
   int mask = 0;
   if (const int err = attrs_for(id, to, a, mask)) return fail(err);
@@ -124,13 +125,13 @@ int create_xrc_srq(Id* id, ibv_srq_init_attr_ex* attr) {
 }  // namespace
 
 int qp_to_init(Id* id) {
-  if (move(id, IBV_QPS_INIT) != 0) return -1;
+  if (modify_qp_to(id, IBV_QPS_INIT) != 0) return -1;
   if (id->id.qp_type != IBV_QPT_UD) return 0;
-  return (move(id, IBV_QPS_RTR) == 0 && move(id, IBV_QPS_RTS) == 0) ? 0 : -1;
+  return (modify_qp_to(id, IBV_QPS_RTR) == 0 && modify_qp_to(id, IBV_QPS_RTS) == 0) ? 0 : -1;
 }
-int qp_to_rtr(Id* id) { return move(id, IBV_QPS_RTR); }
-int qp_to_rts(Id* id) { return move(id, IBV_QPS_RTS); }
-int qp_to_error(Id* id) { return move(id, IBV_QPS_ERR); }
+int qp_to_rtr(Id* id) { return modify_qp_to(id, IBV_QPS_RTR); }
+int qp_to_rts(Id* id) { return modify_qp_to(id, IBV_QPS_RTS); }
+int qp_to_error(Id* id) { return modify_qp_to(id, IBV_QPS_ERR); }
 
 }  // namespace vrnic::rdmacm
 

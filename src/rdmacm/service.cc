@@ -13,7 +13,9 @@
 #include <ctime>
 
 #include "abi/vrnic_private.h"
+#include "cm/counters.h"
 #include "rdmacm/state.h"
+#include "wire/gid.h"
 
 namespace vrnic::rdmacm {
 namespace {
@@ -27,18 +29,14 @@ class WallClock final : public engine::Clock {
   }
 };
 
-// The device's address from GID 0: ::ffff:a.b.c.d is IPv4.
+// The device's address: the one GID 0 stands for (RoCEv2, wire/gid.h).
 bool address_of(ibv_context* ctx, cm::Endpoint& out) {
   ibv_gid gid;
   if (ibv_query_gid(ctx, 1, 0, &gid) != 0) return false;
-  static const uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  wire::GidBytes g;
+  std::memcpy(g.data(), gid.raw, g.size());
   out = {};
-  if (std::memcmp(gid.raw, kMapped, 12) == 0) {
-    std::memcpy(out.ip.data(), gid.raw + 12, 4);
-  } else {
-    out.ipv6 = true;
-    std::memcpy(out.ip.data(), gid.raw, 16);
-  }
+  out.ip = wire::ip_of_gid(g, out.ipv6);
   return true;
 }
 
@@ -111,21 +109,31 @@ Service::Service() {
   manager_ = std::make_unique<cm::Manager>(cfg, *port_, *clock_);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   vrnic_gsi_attach(ctx_, &Service::on_mad, this);
+  counters_first_ = vrnic_counters_add(ctx_, cm::kCounterNames, cm::kCounterCount);
   vrnic_qp_fatal_attach(&Service::on_qp_fatal, this);
   thread_ = std::thread([this] { run(); });
   thread_.detach();
-  std::atexit([] { Service::get().finish_disconnects(); });
+  std::atexit([] { Service::get().finish_connections(); });
 }
 
-// At exit the CM's timers stop with the process, where the kernel's CM would go on resending
-// a lost DREQ: resend the unanswered ones a few times, 20 ms apart, while DREPs may come.
-void Service::finish_disconnects() {
+// At exit the process's connections end as the kernel's CM ends them when the rdma_cm file
+// closes (ucma_close destroys every id): a DREQ for each still established, the DREP for a
+// DREQ not yet answered, a REJ for a set-up in progress, so no peer is left waiting on this
+// process. The CM's timers stop with the process, where the kernel's CM would go on resending
+// a lost DREQ: the unanswered ones are resent a few times, 20 ms apart, while DREPs may come.
+void Service::finish_connections() {
+  {
+    std::lock_guard<std::mutex> g(mu);
+    by_conn.clear();  // no more events for the program
+    manager_->shutdown();
+    if (manager_->unanswered_disconnects() == 0) return;
+  }
+  kick();
   for (int round = 0; round < 5; ++round) {
-    {
-      std::lock_guard<std::mutex> g(mu);
-      if (manager_->resend_pending_disconnects() == 0) return;
-    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::lock_guard<std::mutex> g(mu);
+    if (manager_->unanswered_disconnects() == 0) return;
+    manager_->resend_pending_disconnects();
   }
 }
 
@@ -239,18 +247,12 @@ void Service::run() {
   }
 }
 
-// The Manager's counters into the device's block, in VRNIC_CM_COUNTERS order.
+// The Manager's counters into those the device shows (cm/counters.h).
 void Service::publish_counters() {
-  const cm::Counters& c = manager_->counters();
-  uint64_t v[27];
-  size_t n = 0;
-  for (int i = 0; i < 9; ++i) v[n++] = c.tx[i];
-  for (int i = 0; i < 9; ++i) v[n++] = c.rx[i];
-  for (uint64_t x : {c.retries, c.timeouts, c.rejects_sent, c.rejects_received, c.duplicates,
-                     c.rx_malformed, c.rx_unmatched, c.rx_bad_state, c.parked}) {
-    v[n++] = x;
-  }
-  vrnic_cm_publish(ctx_, v, n);
+  if (counters_first_ < 0) return;
+  uint64_t v[cm::kCounterCount];
+  cm::counter_values(manager_->counters(), v);
+  vrnic_counters_set(ctx_, counters_first_, v, cm::kCounterCount);
 }
 
 void Service::deliver(Id* id, EventBox* box) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -62,14 +63,20 @@ struct Id {
   cm::Params mine, peer;   // what this side offered and what the peer did
   uint8_t tos = 0;
   bool reuseaddr = false, afonly = false;
+  bool afonly_set = false;  // RDMA_OPTION_ID_AFONLY given; else bind sets it from the family
   uint8_t ack_timeout = 14;
   int pending_events = 0;  // delivered, not yet acknowledged
+  bool port_held = false;  // its source port is in Service::port_owners
+  bool disconnected = false;  // DISCONNECTED was delivered: TIMEWAIT_EXIT may follow
+  bool quiet_establish = false;  // rdma_establish: the active side gets no ESTABLISHED
+  ibv_ece local_ece{};      // rdma_set_local_ece
   bool own_pd = false;     // the default PD was taken for rdma_create_qp(id, NULL, ...)
   bool own_cqs = false;    // rdma_create_qp made the CQs (and channels) itself
   bool own_srq_cq = false;
   ibv_sa_path_rec path{};
   std::unique_ptr<ibv_qp_init_attr> ep_attr;  // passive rdma_create_ep: each request's QP
-  std::vector<std::array<uint8_t, 16>> groups;  // multicast groups joined (GIDs)
+  std::vector<std::array<uint8_t, 16>> groups;  // multicast groups joined (GIDs), per join
+  std::vector<std::array<uint8_t, 16>> send_only_groups;  // joined to send only
   AuthState auth;  // authenticated mode only
 };
 
@@ -89,13 +96,19 @@ class Service {
   std::condition_variable cv;  // an event was acknowledged
   cm::Manager& manager() { return *manager_; }
   std::map<uint32_t, Id*> by_conn, by_listener;
+  // The ids holding each (port space, port), as the kernel CMA's bind lists (ports.cc).
+  std::map<std::pair<int, uint16_t>, std::vector<Id*>> port_owners;
+  // Events handed to the program and not yet acknowledged.
+  std::set<const rdma_cm_event*> outstanding;
 
   // Queues an event for the program (mu held); the box's pointers are fixed up here.
   void deliver(Id* id, EventBox* box);
   // Wakes the thread (a timer may now be earlier).
   void kick();
-  uint16_t ephemeral_port();  // a source port for the IP CM header
-  void finish_disconnects();  // at exit
+  uint16_t ephemeral_port();  // the next candidate of the ephemeral range
+  // At exit, as the kernel CM when the process's rdma_cm file closes: every connection
+  // ends (DREQ, DREP or REJ), unanswered DREQs resent for a moment.
+  void finish_connections();
 
  private:
   Service();
@@ -116,6 +129,7 @@ class Service {
   std::unique_ptr<engine::Clock> clock_;
   std::unique_ptr<cm::Manager> manager_;
   int wake_fd_ = -1;
+  int counters_first_ = -1;  // the first of the CM's counters among the device's (-1: none)
   uint16_t next_port_ = 0;
   std::mutex in_mu_;  // the MADs handed over by the device, before the thread takes them
   struct InMad {
@@ -129,6 +143,12 @@ class Service {
 
 // Event handling behind the scenes (service.cc).
 void handle_connect_response(Service& s, Id* id, const cm::Event& ev);
+
+// Source ports (ports.cc), service lock held. claim_port binds e.port (0: a free ephemeral
+// port, written back) for id; check_listen_port is rdma_listen's check of a REUSEADDR id.
+int claim_port(Service& s, Id* id, cm::Endpoint& e);
+int check_listen_port(Service& s, Id* id);
+void release_port(Service& s, Id* id);
 
 // QP transitions from what the CM negotiated (qp.cc).
 int qp_to_init(Id* id);
@@ -150,8 +170,12 @@ inline int fail(int err) {
   return -1;
 }
 
-// Waits on a synchronous id's private channel for the event that completes an operation;
-// returns 0, or -1 with errno (the event's status, or the failure it reports).
-int wait_sync(Id* id, rdma_cm_event_type want);
+// The private channel of a synchronous id (channel.cc).
+Channel* new_private_channel();
+
+// librdmacm's synchronous mode (ucma_complete): the next event on the id's private channel
+// completes the operation and stays in id->event; 0, or -1 with errno from its status
+// (ECONNREFUSED for REJECTED). As librdmacm, the event's type is not checked.
+int wait_sync(Id* id);
 
 }  // namespace vrnic::rdmacm

@@ -33,8 +33,10 @@ inline constexpr size_t kReqPrivate = 92, kMraPrivate = 222, kRejPrivate = 148,
                         kDrepPrivate = 224, kSidrReqPrivate = 216, kSidrRepPrivate = 136;
 inline constexpr size_t kRejAriSize = 72, kSidrRepInfoSize = 72;
 
-// Which message an MRA or REJ refers to (IBA 12.6.6 / 12.6.7, "Message MRAed/Rejected").
-enum class MsgRef : uint8_t { kReq = 0, kRep = 1, kLap = 2 };
+// Which message an MRA or REJ refers to (IBA 12.6.6 / 12.6.7, "Message MRAed/Rejected"): 2
+// is a LAP for an MRA, and for a REJ any other (one that abandons a set-up after its REQ or
+// REP was sent).
+enum class MsgRef : uint8_t { kReq = 0, kRep = 1, kLap = 2, kOther = 2 };
 
 // REJ reasons (IBA 12.6.7).
 enum class RejReason : uint16_t {

@@ -89,7 +89,33 @@ def cm_cases(c, perftest):
         c["cm_" + tool] = dict(perftest(tool, ["-R", "-n", "1000"]), start_delay=1.5)
     c["cm_ib_send_bw_ud"] = dict(perftest("ib_send_bw", ["-R", "-c", "UD", "-n", "1000"]),
                                  start_delay=1.5)
+    disconnect_cases(c)
     rsocket_cases(c)
+
+
+def disconnect_cases(c):
+    """How a connection ends (tests/cm/cm_disconnect.cc): each side's DISCONNECTED and its
+    status, the QP's state, a clean exit of both, as the kernel CMA + librdmacm give them."""
+    pairs = {
+        "client_first": ("answer", "first"), "server_first": ("first", "answer"),
+        "both_first": ("first", "first"), "peer_destroys": ("destroy", "first"),
+        "peer_leaves": ("leave", "first"), "peer_exits": ("exit", "answer"),
+        "sync": ("answer", "sync"),
+    }
+    for i, (name, (server, client)) in enumerate(pairs.items()):
+        port = str(7480 + i)
+        c["cm_disconnect_" + name] = cm(
+            ["@vrnic_cm_disconnect", "server", "127.0.0.1", port, server],
+            ["@vrnic_cm_disconnect", "client", "127.0.0.1", port, client],
+            [rf"server {server}: (PASS|exiting connected)"],
+            [rf"client {client}: PASS"], timeout=60)
+    # A peer that answers nothing (stopped): the DREQ's resends run out, DISCONNECTED comes
+    # with -ETIMEDOUT (the response timeout at 2^12 x 4.096 us: 16 tries take ~0.3 s).
+    c["cm_disconnect_unanswered"] = cm(
+        ["@vrnic_cm_disconnect", "server", "127.0.0.1", "7479", "stop"],
+        ["@vrnic_cm_disconnect", "client", "127.0.0.1", "7479", "unanswered"],
+        [r"server stop: stopping"], [r"client unanswered: PASS"], server_persists=True,
+        env={"VRNIC_CM_RESPONSE_TIMEOUT": "12"}, timeout=60)
 
 
 RSPRELOAD = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so"
