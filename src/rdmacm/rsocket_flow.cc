@@ -38,6 +38,7 @@ bool StreamFlow::start(const ConnData& peer) {
   rbuf_free_offset_ = half();
   rbuf_avail_ = half();
   rseq_comp_ = local_.rq_size / 2;
+  started_ = true;
   return true;
 }
 
@@ -118,7 +119,7 @@ const IomapEntry* StreamFlow::find_iomap(uint64_t offset) const {
   return nullptr;
 }
 
-std::vector<StreamFlow::Chunk> StreamFlow::chunks(size_t want) const {
+std::vector<Chunk> StreamFlow::chunks(size_t want) const {
   std::vector<Chunk> out;
   uint32_t at = rbuf_offset_;
   for (uint32_t left : rmsg_) {
@@ -169,6 +170,46 @@ std::optional<Grant> StreamFlow::grant(bool may_send) {
     if (++peer_sge_ == peer_sgl_.length) peer_sge_ = 0;
   }
   return g;
+}
+
+Chunk SendRing::place(uint32_t want, uint32_t low) const {
+  if (want == 0) return {};
+  if (pieces_.empty()) return {0, std::min(want, size_)};
+  const uint32_t need = std::min(want, low);
+  uint32_t at = tail_, room;
+  if (wrapped_) {
+    room = head_ - tail_;
+  } else if (size_ - tail_ >= need) {
+    room = size_ - tail_;
+  } else {  // too little left at the end: start again at the front (the end stays unused)
+    at = 0;
+    room = head_;
+  }
+  if (room < need || room == 0) return {};
+  return {at, std::min(want, room)};
+}
+
+Chunk SendRing::take(uint32_t want, uint32_t low) {
+  const Chunk c = place(want, low);
+  if (c.length == 0) return c;
+  if (pieces_.empty()) {
+    head_ = 0;
+    wrapped_ = false;
+  } else if (c.offset == 0) {
+    wrapped_ = true;
+  }
+  tail_ = c.offset + c.length;
+  pieces_.push_back(c);
+  return c;
+}
+
+void SendRing::release_oldest() {
+  if (pieces_.empty()) return;
+  pieces_.pop_front();
+  if (pieces_.empty()) return;
+  const uint32_t next = pieces_.front().offset;
+  if (next < head_) wrapped_ = false;  // the oldest is now the first of the front
+  head_ = next;
 }
 
 }  // namespace vrnic::rdmacm::rs

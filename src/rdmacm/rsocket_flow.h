@@ -34,6 +34,11 @@ struct Grant {
 // What a received immediate meant.
 enum class Rx : uint8_t { kData, kCredit, kIomap, kDisconnect, kShutdown, kIgnored, kBad };
 
+// A piece of a buffer: offset and length.
+struct Chunk {
+  uint32_t offset = 0, length = 0;
+};
+
 inline constexpr uint32_t kCtrlWindow = 4;  // control messages in flight (RS_QP_CTRL_SIZE)
 
 class StreamFlow {
@@ -54,6 +59,7 @@ class StreamFlow {
   ConnData conn_data() const;
   // The peer's connection data; false if it cannot be used (fewer than two SGL entries).
   bool start(const ConnData& peer);
+  bool started() const { return started_; }
 
   // Sending. A data message needs a credit and room in the current window (`window()`
   // bytes); `data(len)` takes both (len <= window()).
@@ -69,6 +75,7 @@ class StreamFlow {
   Write ctrl(Ctrl c);
   void ctrl_completed() { ++ctrl_done_; }
   bool ctrl_idle() const { return ctrl_sent_ == ctrl_done_; }
+  uint32_t ctrl_posted() const { return ctrl_sent_; }  // control messages so far
 
   // Receiving: an immediate taken from a receive completion.
   Rx on_imm(uint32_t imm);
@@ -76,9 +83,6 @@ class StreamFlow {
 
   // Reading: where the next `want` bytes of the stream are in the receive buffer (offset,
   // length; a message may wrap), then `consume` what was copied out.
-  struct Chunk {
-    uint32_t offset, length;
-  };
   bool has_data() const { return !rmsg_.empty(); }
   std::vector<Chunk> chunks(size_t want) const;
   void consume(size_t n);
@@ -94,6 +98,7 @@ class StreamFlow {
   uint8_t* table_;  // this side's target table (the peer writes it)
   bool host_be_ = host_big_endian();
   bool peer_be_ = false;
+  bool started_ = false;
 
   // Sending: the peer's windows (a copy of this side's target SGL), credits.
   Sge target_[kTargetSgeCount];
@@ -110,6 +115,25 @@ class StreamFlow {
   uint16_t rseq_no_ = 0, rseq_comp_ = 0;
 
   uint32_t ctrl_sent_ = 0, ctrl_done_ = 0;
+};
+
+// The send buffer: each message posted is copied into a contiguous piece of it, held until
+// its completion; completions come in the order of posting, so pieces are freed oldest first.
+class SendRing {
+ public:
+  explicit SendRing(uint32_t size) : size_(size) {}
+  // A piece of up to `want` bytes, and at least min(want, low) (0 length: none now); `place`
+  // only says where it would be.
+  Chunk place(uint32_t want, uint32_t low) const;
+  Chunk take(uint32_t want, uint32_t low);
+  void release_oldest();
+  bool empty() const { return pieces_.empty(); }
+
+ private:
+  uint32_t size_;
+  uint32_t head_ = 0, tail_ = 0;  // the oldest piece's start, the next free byte
+  bool wrapped_ = false;          // tail_ has gone round to before head_
+  std::deque<Chunk> pieces_;
 };
 
 }  // namespace vrnic::rdmacm::rs

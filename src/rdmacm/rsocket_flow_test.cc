@@ -49,7 +49,9 @@ TEST(StreamFlow, start__peer_with_one_sgl_entry__refused) {
   ConnData p = f.peer();
   p.target_sgl.length = 1;
   EXPECT_FALSE(f.flow.start(p));
+  EXPECT_FALSE(f.flow.started());
   EXPECT_TRUE(f.flow.start(f.peer()));
+  EXPECT_TRUE(f.flow.started());
 }
 
 TEST(StreamFlow, data__writes_into_peer_window_in_order_then_waits_for_the_next) {
@@ -197,6 +199,41 @@ TEST(StreamFlow, iomap__entry_into_peer_table_and_find_in_own) {
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->sge.addr, 0xa000u);
   EXPECT_EQ(f.flow.find_iomap(4196), nullptr);
+}
+
+TEST(SendRing, take__in_order_then_wraps_to_the_front_once_freed) {
+  SendRing r(100);
+  Chunk a = r.take(60, 10), b = r.take(60, 10);
+  EXPECT_EQ(a.offset, 0u);
+  EXPECT_EQ(a.length, 60u);
+  EXPECT_EQ(b.offset, 60u);
+  EXPECT_EQ(b.length, 40u);  // what is left, at least the low mark
+  EXPECT_EQ(r.take(10, 10).length, 0u);  // full
+  r.release_oldest();
+  Chunk c = r.take(50, 10);
+  EXPECT_EQ(c.offset, 0u);  // the front, freed
+  EXPECT_EQ(c.length, 50u);
+  EXPECT_EQ(r.take(20, 20).length, 0u);  // 10 bytes before the oldest
+  EXPECT_EQ(r.take(20, 5).length, 10u);
+  r.release_oldest();  // b: the oldest is now c
+  Chunk d = r.take(30, 30);
+  EXPECT_EQ(d.offset, 60u);  // the end again
+  EXPECT_EQ(d.length, 30u);
+}
+
+TEST(SendRing, take__too_little_at_the_end__skips_it) {
+  SendRing r(100);
+  r.take(90, 90);
+  r.take(5, 5);  // 5 left at the end
+  r.release_oldest();
+  Chunk c = r.take(50, 20);
+  EXPECT_EQ(c.offset, 0u);
+  EXPECT_EQ(c.length, 50u);
+  r.release_oldest();
+  r.release_oldest();
+  EXPECT_TRUE(r.empty());
+  EXPECT_EQ(r.take(100, 1).length, 100u);
+  EXPECT_EQ(r.take(0, 0).length, 0u);
 }
 
 }  // namespace

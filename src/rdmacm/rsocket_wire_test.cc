@@ -67,8 +67,10 @@ TEST(RsocketWire, put_sge__in_the_table_owners_byte_order) {
   const Sge s{0x0102030405060708ull, 0x11223344, 0x00010000};
   put_sge(le, s, false);
   put_sge(be, s, true);
-  EXPECT_EQ(Bytes(le, le + 16), (Bytes{8, 7, 6, 5, 4, 3, 2, 1, 0x44, 0x33, 0x22, 0x11, 0, 0, 1, 0}));
-  EXPECT_EQ(Bytes(be, be + 16), (Bytes{1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x22, 0x33, 0x44, 0, 1, 0, 0}));
+  EXPECT_EQ(Bytes(le, le + 16),
+            (Bytes{8, 7, 6, 5, 4, 3, 2, 1, 0x44, 0x33, 0x22, 0x11, 0, 0, 1, 0}));
+  EXPECT_EQ(Bytes(be, be + 16),
+            (Bytes{1, 2, 3, 4, 5, 6, 7, 8, 0x11, 0x22, 0x33, 0x44, 0, 1, 0, 0}));
   EXPECT_EQ(get_sge(le, false), s);
   EXPECT_EQ(get_sge(be, true), s);
 }
@@ -78,7 +80,9 @@ TEST(RsocketWire, put_iomap_entry__offset_then_sge) {
   const IomapEntry e{0x40, {0x7000, 0x99, 0x10000}};
   put_iomap_entry(out, e, false);
   EXPECT_EQ(Bytes(out, out + 24),
-            (Bytes{0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0x70, 0, 0, 0, 0, 0, 0, 0x99, 0, 0, 0, 0, 0, 1, 0}));
+            (Bytes{0x40, 0, 0, 0, 0, 0, 0, 0,     // offset
+                   0, 0x70, 0, 0, 0, 0, 0, 0,     // address
+                   0x99, 0, 0, 0, 0, 0, 1, 0}));  // key, length
   EXPECT_EQ(get_iomap_entry(out, false), e);
 }
 
