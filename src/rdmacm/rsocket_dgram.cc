@@ -80,8 +80,6 @@ int setup_dgram(Socket& s) {
   s.max_dgram = mtu - uint32_t(s.self.ss_family == AF_INET6 ? kDsHeaderV6 : kDsHeaderV4);
   for (uint32_t i = 0; i < kDgRxSlots; ++i) post_dg_recv(s, i);
   for (uint32_t i = kDgTxSlots; i > 0; --i) s.free_tx.push_back(i - 1);
-  ibv_req_notify_cq(s.cq, 0);
-  s.armed = true;
   return 0;
 }
 

@@ -102,6 +102,7 @@ int Runtime::next_wait_ms(const std::vector<Ptr>& socks) {
   const auto now = Clock::now();
   int wait = -1;
   for (const Ptr& s : socks) {
+    if (s->type != SOCK_STREAM) continue;  // the type never changes: no lock needed
     std::lock_guard<std::mutex> g(s->mu);
     if (!s->keepalive || !s->flow || s->state != State::kConnected) continue;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(s->next_keepalive - now);
@@ -154,6 +155,7 @@ void Runtime::run() {
     }
     const auto now = Clock::now();
     for (const Ptr& s : socks) {
+      if (s->type != SOCK_STREAM) continue;
       std::lock_guard<std::mutex> g(s->mu);
       keepalive_due(*s, now);
     }
