@@ -1,88 +1,87 @@
 // rsockets inside librdmacm.so.1: the socket object, the process's table of them and the
-// thread that turns CQ completions and CM events into socket state.
+// thread that turns CQ completions, CM events, resolution datagrams and keepalive times into
+// socket state. Both kinds speak rdma-core v44's rsocket protocol (rsocket_wire.h).
 #pragma once
 #include <rdma/rdma_cma.h>
 #include <sys/socket.h>
 
+#include <array>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
+#include "rdmacm/rsocket_flow.h"
+#include "rdmacm/rsocket_wire.h"
+
 namespace vrnic::rdmacm::rs {
 
-// Wire protocol between two vrnic rsockets (both ends are this library). Every message is a
-// SEND_WITH_IMM over the RC QP into one of the receiver's pre-posted slots. The immediate
-// holds the message kind (bits 31..24) and a credit grant (bits 15..0): how many of the
-// sender's data slots were emptied by its reader since the last grant. A data message needs
-// one credit; a slot holding data is reposted, and counted for the next grant, only once the
-// reader has taken all of it. Credit and FIN messages need no credit: the receiver posts
-// kCtrlSlots more slots than it grants and reposts a control slot at once. A credit message
-// carries at least kCredits / 2 grants and the peer holds at most kCredits, so no more than
-// two are ever outstanding, plus one FIN.
-inline constexpr uint32_t kSlotSize = 64 * 1024;
-inline constexpr uint32_t kCredits = 16;   // data slots granted to the peer
-inline constexpr uint32_t kCtrlSlots = 4;  // extra receive slots for credit / FIN messages
-inline constexpr uint32_t kRxSlots = kCredits + kCtrlSlots;
-inline constexpr uint32_t kTxSlots = kCredits;
-inline constexpr uint32_t kSqDepth = 64;
-inline constexpr uint32_t kGrantThreshold = kCredits / 2;
+using Clock = std::chrono::steady_clock;
 
-// kIomap: a data-credited message whose payload is an IoMap (riomap on the sender).
-enum class Msg : uint8_t { kData = 0, kCredit = 1, kFin = 2, kIomap = 3 };
-inline uint32_t imm_of(Msg m, uint32_t grant) { return (uint32_t(m) << 24) | (grant & 0xffff); }
+// Stream sockets: an RC QP on an rdma_cm_id of the TCP port space. Each side writes into the
+// peer's receive buffer with RDMA WRITE WITH IMMEDIATE (the windows, credits and updates of
+// rsocket_flow.h); the receives posted carry no buffer.
+inline constexpr uint32_t kMaxTransfer = 64 * 1024;   // the largest data message
+inline constexpr uint32_t kSendLowWater = 2048;      // a send waits for this much buffer
+inline constexpr int kDefaultBuffer = 1 << 20;       // receive ring and send buffer
+inline constexpr int kDefaultQueue = 384;            // send and receive queue (as rdma-core)
+inline constexpr int kMinQueue = 16, kMaxQueue = 0xfffe;
+inline constexpr int kDefaultInline = 64;
 
 enum class State : uint8_t {
   kIdle, kBound, kListening, kResolving, kConnecting, kAccepting, kConnected, kError, kClosed,
 };
 
-struct Rx {
-  uint32_t slot, len, off;
+// The sizes a socket is built with (SO_SNDBUF, SO_RCVBUF, SOL_RDMA): an accepted socket
+// has its listener's, as in rdma-core.
+struct Sizes {
+  int sndbuf = kDefaultBuffer, rcvbuf = kDefaultBuffer;
+  int sqsize = kDefaultQueue, rqsize = kDefaultQueue, inline_size = kDefaultInline;
+  int iomapsize = 0;
 };
 
-// Datagram rsockets (SOCK_DGRAM): each is an unreliable-datagram QP of its own, and an
-// rdma_cm_id of the UDP port space bound to the socket's address and listening, so that a
-// peer can resolve the address to the QP by SIDR. Every datagram starts with a DgHeader
-// holding the sender's address (the receiver reports it as the source); a UD receive
-// buffer starts with the 40-byte GRH. A datagram's payload is at most the path MTU minus
-// the header; datagrams may be lost (no receive posted), never cut short or corrupted.
+// A connection request a listener holds, with its connection data.
+struct Pending {
+  rdma_cm_id* id = nullptr;
+  std::vector<uint8_t> private_data;
+};
+
+// A buffer riomap registered: PROT_WRITE ones take an entry (`index`) of the peer's I/O map
+// table and are announced to it before the next data; PROT_NONE ones are local only.
+struct LocalMap {
+  void* buf = nullptr;
+  size_t len = 0;
+  ibv_mr* mr = nullptr;
+  uint64_t offset = 0;
+  int index = -1;
+  bool announced = false;
+};
+
+// Datagram sockets: a UD QP of their own (Q_Key 0x01234567) and a kernel UDP socket on the
+// same address and port, over which a destination's QP is learnt (rsocket_dgram_peer.cc).
 inline constexpr uint32_t kGrhSize = 40;
-inline constexpr uint32_t kDgMaxMtu = 4096;
-inline constexpr uint32_t kDgSlotSize = kGrhSize + kDgMaxMtu + 24;
+inline constexpr uint32_t kDgSlotSize = kGrhSize + kDsMaxMessage;
 inline constexpr uint32_t kDgRxSlots = 256;
 inline constexpr uint32_t kDgTxSlots = 64;
-inline constexpr uint8_t kDgMagic = 0xd7;
 
-struct DgHeader {
-  uint8_t magic = kDgMagic;
-  uint8_t family = 0;   // 4 or 6
-  uint16_t port = 0;    // network order
-  uint8_t addr[16]{};
+struct DgRx {
+  uint32_t slot, header, len;  // the receive slot, its header's and the payload's lengths
 };
-static_assert(sizeof(DgHeader) == 20);
 
-// A destination's family, address and port as one comparable key (DgHeader's fields).
+// A destination's family, address and port as one comparable key.
 using PeerKey = std::array<uint8_t, 19>;
 
-// How to reach a destination's QP: resolved once (SIDR) and kept for the socket's life.
+// A destination: its QP once it answered (before that, datagrams go over kernel UDP).
 struct Peer {
-  rdma_cm_id* resolver = nullptr;  // the SIDR exchange under way
+  sockaddr_storage addr{};
   ibv_ah* ah = nullptr;
-  uint32_t qpn = 0, qkey = 0;
-  int error = 0;                   // the resolution failed (reported once, then forgotten)
-};
-
-// A window of memory one side opened for the other's riowrite, at an rsocket offset.
-struct IoMap {
-  uint64_t offset, addr, len;
-  uint32_t rkey;
-  void* local = nullptr;  // the mapping side's buffer and MR (not sent)
-  ibv_mr* mr = nullptr;
+  uint32_t qpn = 0;
 };
 
 struct Socket {
@@ -97,40 +96,48 @@ struct Socket {
   int so_error = 0;     // reported once by SO_ERROR
   int conn_error = 0;   // why the connection is gone (sticky, for send / recv)
   rdma_cm_id* id = nullptr;
-  std::deque<rdma_cm_id*> pending;  // a listener's connection requests
+  std::deque<Pending> pending;  // a listener's connection requests
 
   ibv_comp_channel* comp = nullptr;
   ibv_cq* cq = nullptr;
-  ibv_mr* rx_mr = nullptr;
+  uint8_t* rbuf = nullptr;   // stream: the receive ring; datagram: the receive slots
+  ibv_mr* rbuf_mr = nullptr;
+  uint8_t* tx_buf = nullptr;  // stream: the send ring, then credit updates; datagram: slots
   ibv_mr* tx_mr = nullptr;
-  uint8_t* rx_buf = nullptr;
-  uint8_t* tx_buf = nullptr;
-  std::deque<Rx> rx;          // data received, in order, not yet read
-  uint32_t unreported = 0;    // data slots reposted since the last grant
-  uint32_t credits = 0;       // data messages the peer can take now
-  std::vector<uint32_t> free_tx;
   uint32_t sq_used = 0;       // send WRs not yet completed
-  bool peer_fin = false;      // FIN or disconnect: nothing more will arrive
-  bool peer_gone = false;     // the connection is disconnected
-  std::vector<IoMap> local_maps, remote_maps;
-  bool rd_shut = false, wr_shut = false, fin_sent = false;
+
+  // Stream sockets only (rsocket_conn.cc, rsocket_data.cc, rsocket.cc).
+  uint8_t* table = nullptr;   // the target SGL and I/O map table the peer writes
+  ibv_mr* table_mr = nullptr;
+  std::unique_ptr<StreamFlow> flow;
+  std::unique_ptr<SendRing> ring;
+  uint32_t rbuf_size = 0, sbuf_size = 0;
+  bool peer_fin = false;      // shutdown or disconnect from the peer: nothing more arrives
+  bool peer_gone = false;     // the peer disconnected: nothing more may be sent
+  bool rd_shut = false, wr_shut = false;
+  bool shutdown_sent = false, disconnect_sent = false;
+  std::vector<LocalMap> maps;
+  Clock::time_point next_keepalive{};
 
   // Datagram sockets only (rsocket_dgram*.cc).
   int domain = AF_INET;
+  int udp_fd = -1;             // the kernel UDP socket (address resolution)
   ibv_qp* ud_qp = nullptr;
+  ibv_ah* self_ah = nullptr;   // to this socket's own QP (first datagrams, forwarded)
   bool armed = false;          // the CQ will raise an event (armed only before a wait)
   uint32_t max_dgram = 0;      // the largest payload one datagram carries
-  DgHeader self;               // this socket's address as its datagrams carry it
+  sockaddr_storage self{};     // this socket's address as its datagrams carry it
   bool has_dest = false;       // rconnect'ed: the default destination and the only source
   PeerKey dest{};
   sockaddr_storage dest_addr{};
   std::map<PeerKey, Peer> peers;
+  std::deque<DgRx> rx;         // datagrams received, not yet read
+  std::vector<uint32_t> free_tx;
 
   // Options (SOL_SOCKET, IPPROTO_TCP, SOL_RDMA); kept and reported back.
   int reuseaddr = 0, keepalive = 0, nodelay = 0, keepidle = 7200;
-  int sndbuf = kSlotSize * kCredits, rcvbuf = kSlotSize * kCredits;
   linger lin{};
-  int sqsize = kSqDepth, rqsize = kRxSlots, inline_size = 0, iomapsize = 0;
+  Sizes sizes;
 
   void wake();  // cv + eventfd (mu held)
 };
@@ -145,11 +152,14 @@ class Runtime {
   Ptr create(int type);                 // a new socket with its fd; nullptr + errno
   Ptr find(int fd);                     // nullptr if fd is not an rsocket
   void remove(const Ptr& s);            // rclose: out of the table, verbs torn down later
-  void watch();                         // the set of CQ channels changed
+  void watch();                         // the set of fds or a keepalive time changed
  private:
   Runtime();
   void run();
+  int next_wait_ms(const std::vector<Ptr>& socks);
   void on_cm_event(rdma_cm_event* ev);
+  void on_stream_event(Socket& s, rdma_cm_id* id, rdma_cm_event_type type,
+                       std::span<const uint8_t> private_data);
   void on_cq_channel(const Ptr& s);
   void bury(const Ptr& s);
 
@@ -163,24 +173,32 @@ class Runtime {
   std::thread thread_;
 };
 
-// Connection resources and the datapath (rsocket_conn.cc), all with s.mu held.
-int setup_conn(Socket& s);           // CQ, MRs, QP on s.id, receives posted
-// What stream and datagram sockets set up alike: page-aligned rx and tx slot buffers with
-// their MRs, a completion channel and one CQ for both directions (0 or an errno), and the
-// attributes of a QP on that CQ (every send signalled, one SGE).
-int setup_rings(Socket& s, ibv_context* ctx, uint32_t rx_slots, uint32_t tx_slots,
-                size_t slot_size, int cq_entries);
-ibv_qp_init_attr ring_qp_attr(const Socket& s, ibv_qp_type type, uint32_t send_wr,
-                              uint32_t recv_wr);
-void conn_param(rdma_conn_param& p);  // what both sides offer
-void poll_cq(Socket& s);             // takes every completion, updates the state
-int post_msg(Socket& s, Msg m, uint32_t slot, uint32_t len);
-void repost_slot(Socket& s, uint32_t slot, bool data);
-void send_grant_if_due(Socket& s);
-void teardown(Socket& s);            // destroys the verbs and CM objects
+// The stream's connection and datapath (rsocket_conn.cc), all with s.mu held.
+int setup_conn(Socket& s);  // buffers, MRs, CQ, QP on s.id, receives posted; 0 or an errno
+std::array<uint8_t, kConnDataSize> conn_data_of(const Socket& s);
+bool start_conn(Socket& s, std::span<const uint8_t> peer_data);  // the peer's REQ / REP data
+void conn_param(rdma_conn_param& p, const uint8_t* private_data);
+// A completion channel and one CQ for both directions (0 or an errno).
+int setup_cq(Socket& s, ibv_context* ctx, int entries);
+uint8_t* alloc_pages(size_t len);
+void poll_cq(Socket& s);   // takes every completion, updates the state, sends credit updates
+void pump(Socket& s);      // sends the credit updates due
+bool can_send(const Socket& s);
+// Posts an RDMA WRITE (WITH IMMEDIATE if `imm`) of tx_buf piece `c`; `ctrl`: of the control
+// window (no piece of the send ring).
+int post_write(Socket& s, const Write& w, Chunk c, bool imm, bool ctrl);
+void keepalive_due(Socket& s, Clock::time_point now);
+void teardown(Socket& s);          // destroys the verbs and CM objects
+
+// I/O maps (rsocket.cc): announces the mappings not yet sent, which go before any later
+// data; 0 once none is left, EAGAIN while one waits for a credit, or the post's errno.
+int announce_maps(Socket& s);
+// The control message the socket's closed halves call for, if not sent yet (0, or EAGAIN
+// while the control window is full).
+int send_close_ctrl(Socket& s);
 
 // The datagram socket (rsocket_dgram.cc, rsocket_dgram_peer.cc), all with s.mu held.
-int dgram_bind(Socket& s, const sockaddr* addr);  // the id bound and listening, QP ready
+int dgram_bind(Socket& s, const sockaddr* addr);  // UDP socket, id and QP; 0 or an errno
 int dgram_connect(Socket& s, const sockaddr* addr);
 ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov, int iovcnt,
                    int flags, const sockaddr* to, socklen_t tolen);
@@ -191,16 +209,25 @@ void dgram_poll_cq(Socket& s);
 void dgram_arm(Socket& s);  // before a wait: the CQ armed, then polled once more
 void dgram_teardown(Socket& s);
 bool peer_key(const sockaddr* sa, socklen_t len, PeerKey& key);
-int start_resolve(Socket& s, const PeerKey& key, const sockaddr* to);
-void dgram_answer(Socket& s, rdma_cm_id* request);  // a peer's SIDR request for our QP
-void dgram_cm_event(Socket& s, rdma_cm_id* id, rdma_cm_event_type type, int status,
-                    const rdma_ud_param& ud);
+// Sends a datagram over kernel UDP with the resolution header (before the peer's QP is known).
+ssize_t udp_send(Socket& s, const Peer& peer, Op op, const iovec* iov, int iovcnt, int flags);
+void on_udp_readable(Socket& s);  // resolution datagrams from peers
+// Posts tx slot `slot` (header and payload written, `len` bytes) as a UD SEND.
+int post_dgram(Socket& s, uint32_t slot, uint32_t len, ibv_ah* ah, uint32_t qpn);
+int dgram_slot(Socket& s);  // a free tx slot, or -1
+uint8_t* dgram_tx(const Socket& s, uint32_t slot);
+ibv_ah* ah_to(Socket& s, const sockaddr* to);  // from the socket's address; nullptr + errno
 
 // iovec helpers (rsocket_data.cc).
 size_t total_of(const iovec* iov, int n);
 void gather(const iovec* iov, size_t at, uint8_t* buf, size_t len);
 void scatter(const iovec* iov, size_t at, const uint8_t* buf, size_t len);
 ssize_t would_block();  // EAGAIN, after yielding the CPU
+
+// The length of an address of the family (AF_INET6 or, otherwise, AF_INET).
+inline socklen_t addr_len(int family) {
+  return family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
 
 inline void* serial_ctx(uint64_t serial) { return reinterpret_cast<void*>(serial); }
 

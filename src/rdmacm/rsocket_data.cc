@@ -1,10 +1,12 @@
-// The rsocket stream datapath: rsend / rwrite / rsendmsg … copy into send slots and post
-// them against the peer's credits; rrecv / rread / rrecvmsg … copy out of received slots.
+// The rsocket stream datapath: rsend / rwrite / rsendmsg … copy into the send buffer and
+// RDMA-write it into the peer's receive ring as its windows and credits allow; rrecv / rread /
+// rrecvmsg … copy out of this side's ring.
 // Datagram sockets take the same calls into rsocket_dgram.cc.
 #include <rdma/rsocket.h>
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -66,8 +68,16 @@ bool pre_connect(State st) {
   return st == State::kResolving || st == State::kConnecting || st == State::kAccepting;
 }
 
-bool can_send(const Socket& s) {
-  return s.credits > 0 && !s.free_tx.empty() && s.sq_used < kSqDepth;
+// One data message: up to 64 KiB of what is left, within the peer's window and the send
+// buffer, RDMA-written into the peer's receive ring. Returns its length, 0 or an errno < 0.
+ssize_t send_piece(Socket& s, const iovec* iov, size_t at, size_t left) {
+  const auto want = static_cast<uint32_t>(std::min<size_t>({left, kMaxTransfer, s.flow->window()}));
+  const Chunk c = s.ring->take(want, kSendLowWater);
+  if (c.length == 0) return 0;
+  gather(iov, at, s.tx_buf + c.offset, c.length);
+  const Write w = s.flow->data(c.length);
+  if (int err = post_write(s, w, c, true, false)) return -err;
+  return c.length;
 }
 
 ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr* to = nullptr,
@@ -83,49 +93,38 @@ ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr
   const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
   std::unique_lock<std::mutex> g(s.mu);
   size_t done = 0;
-  while (done < total || total == 0) {
+  for (;;) {
     if (s.state == State::kError) return done ? ssize_t(done) : fail(s.conn_error);
     if (s.wr_shut || s.peer_gone) return done ? ssize_t(done) : fail(EPIPE);
     if (s.state != State::kConnected && !pre_connect(s.state)) return fail(ENOTCONN);
-    if (total == 0 && s.state == State::kConnected) return 0;
-    if (s.state != State::kConnected || !can_send(s)) {
-      if (dontwait) return done ? ssize_t(done) : would_block();
-      s.cv.wait(g);
+    // I/O maps opened before this call reach the peer before its data.
+    const int maps = s.state == State::kConnected ? announce_maps(s) : EAGAIN;
+    if (maps && maps != EAGAIN) return done ? ssize_t(done) : fail(maps);
+    const bool ready = maps == 0;
+    if (ready && done == total) return ssize_t(done);
+    if (ready && can_send(s)) {
+      const ssize_t n = send_piece(s, iov, done, total - done);
+      if (n < 0) return done ? ssize_t(done) : fail(int(-n));
+      done += size_t(n);
       continue;
     }
-    const uint32_t slot = s.free_tx.back();
-    const auto n = static_cast<uint32_t>(std::min<size_t>(total - done, kSlotSize));
-    gather(iov, done, s.tx_buf + size_t(slot) * kSlotSize, n);
-    s.free_tx.pop_back();
-    const int err = post_msg(s, Msg::kData, slot, n);
-    if (err) {
-      s.free_tx.push_back(slot);
-      return done ? ssize_t(done) : fail(err);
-    }
-    --s.credits;
-    done += n;
+    if (dontwait) return done ? ssize_t(done) : would_block();
+    s.cv.wait(g);
   }
-  return ssize_t(done);
 }
 
-// Takes up to `want` bytes from the received slots; a slot emptied is posted again and
-// counted for the next grant.
+// Copies up to `want` bytes of the stream out of the receive ring; what was taken is handed
+// back to the peer in the credit updates due.
 size_t take(Socket& s, const iovec* iov, size_t at, size_t want, bool peek) {
   size_t got = 0;
-  for (auto it = s.rx.begin(); it != s.rx.end() && got < want;) {
-    const size_t n = std::min<size_t>(want - got, it->len - it->off);
-    scatter(iov, at + got, s.rx_buf + size_t(it->slot) * kSlotSize + it->off, n);
-    got += n;
-    if (peek) {
-      ++it;
-      continue;
-    }
-    it->off += static_cast<uint32_t>(n);
-    if (it->off < it->len) break;
-    repost_slot(s, it->slot, true);
-    it = s.rx.erase(it);
+  for (const Chunk& c : s.flow->chunks(want)) {
+    scatter(iov, at + got, s.rbuf + c.offset, c.length);
+    got += c.length;
   }
-  if (!peek) send_grant_if_due(s);
+  if (!peek) {
+    s.flow->consume(got);
+    pump(s);
+  }
   return got;
 }
 
@@ -147,7 +146,7 @@ ssize_t recv_iov(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* from
   }
   size_t done = 0;
   for (;;) {
-    if (!s.rx.empty() && total > done) {
+    if (s.flow && s.flow->has_data() && total > done) {
       done += take(s, iov, done, total - done, flags & MSG_PEEK);
       if (done == total || !waitall) return ssize_t(done);
       continue;

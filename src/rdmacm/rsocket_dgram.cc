@@ -1,7 +1,10 @@
-// Datagram rsockets: the UD QP and its slots, binding, and the datapath (a datagram per
-// send, each read whole or cut to the reader's buffer as UDP's recvmsg does).
+// Datagram rsockets: the UD QP and its slots, binding (a kernel UDP socket and a CM id on the
+// address), and the datapath: each datagram a UD SEND of rdma-core's ds_header and the
+// payload, read whole or cut to the reader's buffer as UDP's recvmsg does.
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -13,11 +16,13 @@
 namespace vrnic::rdmacm::rs {
 namespace {
 
-uint8_t* rx_slot(const Socket& s, uint32_t slot) { return s.rx_buf + size_t(slot) * kDgSlotSize; }
-uint8_t* tx_slot(const Socket& s, uint32_t slot) { return s.tx_buf + size_t(slot) * kDgSlotSize; }
+uint8_t* rx_slot(const Socket& s, uint32_t slot) { return s.rbuf + size_t(slot) * kDgSlotSize; }
+uint8_t* tx_slot(const Socket& s, uint32_t slot) { return s.tx_buf + size_t(slot) * kDsMaxMessage; }
 
+// A receive slot: the 40-byte GRH, then up to 2048 bytes (header and payload), as rdma-core
+// posts its receives.
 void post_dg_recv(Socket& s, uint32_t slot) {
-  ibv_sge sge{reinterpret_cast<uintptr_t>(rx_slot(s, slot)), kDgSlotSize, s.rx_mr->lkey};
+  ibv_sge sge{reinterpret_cast<uintptr_t>(rx_slot(s, slot)), kDgSlotSize, s.rbuf_mr->lkey};
   ibv_recv_wr wr{}, *bad = nullptr;
   wr.wr_id = slot;
   wr.sg_list = &sge;
@@ -43,87 +48,100 @@ int ud_qp_ready(ibv_qp* qp) {
   return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) ? errno : 0;
 }
 
+int setup_rings(Socket& s, ibv_context* ctx, ibv_pd* pd) {
+  s.rbuf = alloc_pages(size_t(kDgRxSlots) * kDgSlotSize);
+  s.tx_buf = alloc_pages(size_t(kDgTxSlots) * kDsMaxMessage);
+  if (!s.rbuf || !s.tx_buf) return ENOMEM;
+  s.rbuf_mr = ibv_reg_mr(pd, s.rbuf, size_t(kDgRxSlots) * kDgSlotSize, IBV_ACCESS_LOCAL_WRITE);
+  s.tx_mr = ibv_reg_mr(pd, s.tx_buf, size_t(kDgTxSlots) * kDsMaxMessage, 0);
+  if (!s.rbuf_mr || !s.tx_mr) return errno ? errno : ENOMEM;
+  return setup_cq(s, ctx, kDgRxSlots + kDgTxSlots);
+}
+
 int setup_dgram(Socket& s) {
   ibv_context* ctx = Service::get().context();
   ibv_pd* pd = Service::get().default_pd();
-  if (int err = setup_rings(s, ctx, kDgRxSlots, kDgTxSlots, kDgSlotSize, kDgRxSlots + kDgTxSlots))
-    return err;
-  ibv_qp_init_attr qa = ring_qp_attr(s, IBV_QPT_UD, kDgTxSlots, kDgRxSlots);
+  if (int err = setup_rings(s, ctx, pd)) return err;
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = s.cq;
+  qa.qp_type = IBV_QPT_UD;
+  qa.sq_sig_all = 1;
+  qa.cap.max_send_wr = kDgTxSlots;
+  qa.cap.max_recv_wr = kDgRxSlots;
+  qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
   s.ud_qp = ibv_create_qp(pd, &qa);
   if (!s.ud_qp) return errno;
   if (int err = ud_qp_ready(s.ud_qp)) return err;
+  s.self_ah = ah_to(s, reinterpret_cast<const sockaddr*>(&s.self));
+  if (!s.self_ah) return errno ? errno : EHOSTUNREACH;
   ibv_port_attr pa{};
   ibv_query_port(ctx, 1, &pa);
-  const uint32_t mtu = std::min<uint32_t>(128u << pa.active_mtu, kDgMaxMtu);  // IBV_MTU_256 = 1
-  s.max_dgram = mtu - sizeof(DgHeader);
+  const uint32_t mtu = std::min<uint32_t>(128u << pa.active_mtu, kDsMaxMessage);  // IBV_MTU_256 = 1
+  s.max_dgram = mtu - uint32_t(s.self.ss_family == AF_INET6 ? kDsHeaderV6 : kDsHeaderV4);
   for (uint32_t i = 0; i < kDgRxSlots; ++i) post_dg_recv(s, i);
   for (uint32_t i = kDgTxSlots; i > 0; --i) s.free_tx.push_back(i - 1);
   return 0;
 }
 
-// The socket's own address as datagrams carry it: a wildcard bind shows the device's address.
-void fill_self(Socket& s) {
-  sockaddr* local = rdma_get_local_addr(s.id);
-  cm::Endpoint e;
-  endpoint_of(local, e);
-  bool wildcard = true;
-  for (uint8_t b : e.ip) wildcard = wildcard && b == 0;
-  if (wildcard) {
-    const uint16_t port = e.port;
-    e = Service::get().address();
-    e.port = port;
+bool is_wildcard(const sockaddr* sa) {
+  if (sa->sa_family == AF_INET) {
+    return reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr == htonl(INADDR_ANY);
   }
-  s.self.family = e.ipv6 ? 6 : 4;
-  s.self.port = htons(e.port);
-  std::memcpy(s.self.addr, e.ip.data(), e.ipv6 ? 16 : 4);
+  const auto& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+  return IN6_IS_ADDR_UNSPECIFIED(&a);
 }
 
-PeerKey key_of(const DgHeader& h) {
+// The kernel UDP socket on the address (the wildcard stands for the device's: each vrnic
+// device is a host of its own), made with the system call so that librspreload.so, which
+// turns the program's UDP sockets into rsockets, never sees it. `addr` gets its port.
+int open_udp(Socket& s, sockaddr_storage& addr) {
+  s.udp_fd = int(syscall(SYS_socket, addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (s.udp_fd < 0) return errno;
+  socklen_t len = addr_len(addr.ss_family);
+  if (bind(s.udp_fd, reinterpret_cast<sockaddr*>(&addr), len) ||
+      getsockname(s.udp_fd, reinterpret_cast<sockaddr*>(&addr), &len)) {
+    const int err = errno;
+    close(s.udp_fd);
+    s.udp_fd = -1;
+    return err;
+  }
+  return 0;
+}
+
+PeerKey key_of(const sockaddr_storage& a) {
   PeerKey k{};
-  k[0] = h.family;
-  std::memcpy(&k[1], h.addr, 16);
-  std::memcpy(&k[17], &h.port, 2);
+  peer_key(reinterpret_cast<const sockaddr*>(&a), sizeof a, k);
   return k;
 }
 
-socklen_t sockaddr_from(const DgHeader& h, sockaddr_storage& out) {
-  std::memset(&out, 0, sizeof out);
-  if (h.family == 6) {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out);
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = h.port;
-    std::memcpy(&in6->sin6_addr, h.addr, 16);
-    return sizeof(sockaddr_in6);
-  }
-  auto* in = reinterpret_cast<sockaddr_in*>(&out);
-  in->sin_family = AF_INET;
-  in->sin_port = h.port;
-  std::memcpy(&in->sin_addr, h.addr, 4);
-  return sizeof(sockaddr_in);
-}
-
-// A datagram that arrived: kept if its header is whole (and, on a connected socket, if it
+// A datagram that arrived: kept if its header is valid (and, on a connected socket, if it
 // comes from the peer, as a connected UDP socket filters); otherwise its slot goes back.
 void on_dg_recv(Socket& s, const ibv_wc& wc) {
   const auto slot = static_cast<uint32_t>(wc.wr_id);
-  DgHeader h;
-  bool keep = wc.byte_len >= kGrhSize + sizeof h;
-  if (keep) {
-    std::memcpy(&h, rx_slot(s, slot) + kGrhSize, sizeof h);
-    keep = h.magic == kDgMagic && (h.family == 4 || h.family == 6) &&
-           (!s.has_dest || key_of(h) == s.dest) && !s.rd_shut;
+  sockaddr_storage from;
+  size_t header = 0;
+  if (wc.byte_len >= kGrhSize) {
+    header = get_ds_header({rx_slot(s, slot) + kGrhSize, wc.byte_len - kGrhSize}, from);
   }
-  if (!keep) {
+  if (!header || (s.has_dest && key_of(from) != s.dest) || s.rd_shut) {
     post_dg_recv(s, slot);
     return;
   }
-  s.rx.push_back({slot, wc.byte_len - kGrhSize - uint32_t(sizeof h), 0});
+  s.rx.push_back({slot, uint32_t(header), wc.byte_len - kGrhSize - uint32_t(header)});
 }
 
-bool can_send(const Socket& s) { return !s.free_tx.empty() && s.sq_used < kDgTxSlots; }
+bool slot_free(const Socket& s) { return !s.free_tx.empty() && s.sq_used < kDgTxSlots; }
 
-// Posts the datagram in tx slot `slot` (header and payload written) to the peer.
-int post_dgram(Socket& s, uint32_t slot, uint32_t len, const Peer& peer) {
+}  // namespace
+
+int dgram_slot(Socket& s) {
+  if (!slot_free(s)) return -1;
+  const uint32_t slot = s.free_tx.back();
+  s.free_tx.pop_back();
+  return int(slot);
+}
+
+int post_dgram(Socket& s, uint32_t slot, uint32_t len, ibv_ah* ah, uint32_t qpn) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(tx_slot(s, slot)), len, s.tx_mr->lkey};
   ibv_send_wr wr{}, *bad = nullptr;
   wr.wr_id = slot;
@@ -131,70 +149,85 @@ int post_dgram(Socket& s, uint32_t slot, uint32_t len, const Peer& peer) {
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.wr.ud.ah = peer.ah;
-  wr.wr.ud.remote_qpn = peer.qpn;
-  wr.wr.ud.remote_qkey = peer.qkey;
-  if (ibv_post_send(s.ud_qp, &wr, &bad)) return errno ? errno : EIO;
+  wr.wr.ud.ah = ah;
+  wr.wr.ud.remote_qpn = qpn;
+  wr.wr.ud.remote_qkey = kUdpQkey;
+  if (ibv_post_send(s.ud_qp, &wr, &bad)) {
+    s.free_tx.push_back(slot);
+    return errno ? errno : EIO;
+  }
   ++s.sq_used;
   return 0;
 }
 
-}  // namespace
+uint8_t* dgram_tx(const Socket& s, uint32_t slot) { return tx_slot(s, slot); }
 
-// Binds the UDP-port-space id (a null address: the device's, a free port) and listens on it,
-// so that peers' SIDR requests for the address find this socket's QP.
+// Binds the kernel UDP socket (a null address: the device's, a free port), then a CM id of
+// the UDP port space on the address the program gave and the same port (as rdma-core
+// does), then makes the QP. sin_port and sin6_port lie at the same place.
 int dgram_bind(Socket& s, const sockaddr* addr) {
-  sockaddr_storage any{};
-  if (!addr) {
+  sockaddr_storage at{}, given{};
+  if (addr) {
+    std::memcpy(&given, addr, addr_len(addr->sa_family));
+  } else {
     cm::Endpoint e = Service::get().address();
     e.port = 0;
-    sockaddr_of(e, any);
-    addr = reinterpret_cast<const sockaddr*>(&any);
+    sockaddr_of(e, given);
   }
-  if (rdma_bind_addr(s.id, const_cast<sockaddr*>(addr))) return errno;
-  if (rdma_listen(s.id, 64)) {  // the port is taken (EADDRINUSE): a fresh id for another bind
+  at = given;
+  if (is_wildcard(reinterpret_cast<sockaddr*>(&given))) {
+    cm::Endpoint e = Service::get().address();
+    e.port = ntohs(reinterpret_cast<sockaddr_in*>(&given)->sin_port);
+    sockaddr_of(e, at);
+  }
+  if (int err = open_udp(s, at)) return err;
+  reinterpret_cast<sockaddr_in*>(&given)->sin_port = reinterpret_cast<sockaddr_in*>(&at)->sin_port;
+  if (rdma_bind_addr(s.id, reinterpret_cast<sockaddr*>(&given))) {
     const int err = errno;
-    rdma_destroy_id(s.id);
-    s.id = nullptr;
-    if (rdma_create_id(Runtime::get().channel(), &s.id, serial_ctx(s.serial), RDMA_PS_UDP)) {
-      s.state = State::kError;
-    }
+    close(s.udp_fd);
+    s.udp_fd = -1;
     return err;
   }
+  s.self = at;
   if (int err = setup_dgram(s)) return err;
-  fill_self(s);
   s.state = State::kBound;
   Runtime::get().watch();
   return 0;
 }
 
-// UDP's connect: the default destination, and the only source read from now on. Resolving
-// it starts now; a send waits for the answer.
+// UDP's connect: the default destination, and the only source read from now on (the kernel
+// socket is connected too, so it takes resolution datagrams from the peer only and reports
+// its ICMP errors).
 int dgram_connect(Socket& s, const sockaddr* addr) {
   PeerKey key;
   if (!peer_key(addr, sizeof(sockaddr_in6), key)) return EAFNOSUPPORT;
   if (s.state == State::kIdle) {
     if (int err = dgram_bind(s, nullptr)) return err;
   }
-  if (!s.ud_qp) return EINVAL;  // its id was lost to a failed bind
+  if (!s.ud_qp) return EINVAL;
+  const socklen_t len = addr_len(addr->sa_family);
+  if (connect(s.udp_fd, addr, len)) return errno;
   s.has_dest = true;
   s.dest = key;
-  std::memcpy(&s.dest_addr, addr, key[0] == 6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+  std::memcpy(&s.dest_addr, addr, len);
+  Peer& p = s.peers[key];
+  std::memcpy(&p.addr, addr, len);
   // Datagrams from others, already queued, are dropped as a connected UDP socket would.
   for (auto it = s.rx.begin(); it != s.rx.end();) {
-    DgHeader h;
-    std::memcpy(&h, rx_slot(s, it->slot) + kGrhSize, sizeof h);
-    if (key_of(h) == key) {
+    sockaddr_storage from;
+    get_ds_header({rx_slot(s, it->slot) + kGrhSize, it->header}, from);
+    if (key_of(from) == key) {
       ++it;
       continue;
     }
     post_dg_recv(s, it->slot);
     it = s.rx.erase(it);
   }
-  if (!s.peers.count(key)) return start_resolve(s, key, addr);
   return 0;
 }
 
+// Until the destination's QP is known the datagram goes over kernel UDP (the peer answers
+// with its QP's number and hands the payload to its reader); after, as a UD SEND.
 ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov, int iovcnt,
                    int flags, const sockaddr* to, socklen_t tolen) {
   PeerKey key;
@@ -206,49 +239,37 @@ ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
     return fail(tolen < sizeof(sockaddr_in) ? EINVAL : EAFNOSUPPORT);
   }
   if (s.wr_shut) return fail(EPIPE);
+  if (const int err = s.so_error) {  // the kernel's error for the peer, reported once
+    s.so_error = 0;
+    return fail(err);
+  }
   if (s.state == State::kIdle) {  // sendto on an unbound socket binds it, as UDP does
     if (int err = dgram_bind(s, nullptr)) return fail(err);
   }
-  if (!s.ud_qp) return fail(EINVAL);  // its id was lost to a failed bind
+  if (!s.ud_qp) return fail(EINVAL);  // a failed bind left it without one
   const size_t total = total_of(iov, iovcnt);
   if (total > s.max_dgram) return fail(EMSGSIZE);
+  auto [it, fresh] = s.peers.try_emplace(key);
+  if (fresh) std::memcpy(&it->second.addr, to, addr_len(to->sa_family));
+  if (!it->second.ah) return udp_send(s, it->second, Op::kData, iov, iovcnt, flags);
   const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
   for (;;) {
     if (s.closed) return fail(EBADF);
-    auto it = s.peers.find(key);
-    if (it == s.peers.end()) {
-      if (int err = start_resolve(s, key, to)) return fail(err);
-      continue;
-    }
-    if (it->second.error) {  // reported once; the next send resolves again
-      const int err = it->second.error;
-      s.peers.erase(it);
-      return fail(err);
-    }
-    // A new destination is waited for even without blocking: one SIDR exchange.
-    if (!it->second.ah) {
-      s.cv.wait(g);  // the CM event wakes it, not the CQ
-      continue;
-    }
-    if (!can_send(s)) dgram_poll_cq(s);  // sends completed since the thread last looked
-    if (!can_send(s)) {
-      if (!dontwait) {
-        dgram_arm(s);
-        if (!can_send(s)) s.cv.wait(g);
-        continue;
-      }
+    if (!slot_free(s)) dgram_poll_cq(s);  // sends completed since the thread last looked
+    if (slot_free(s)) break;
+    if (dontwait) {
       g.unlock();  // the thread that frees the slots needs the lock
       return would_block();
     }
-    const uint32_t slot = s.free_tx.back();
-    std::memcpy(tx_slot(s, slot), &s.self, sizeof s.self);
-    gather(iov, 0, tx_slot(s, slot) + sizeof s.self, total);
-    if (int err = post_dgram(s, slot, uint32_t(sizeof s.self + total), it->second)) {
-      return fail(err);
-    }
-    s.free_tx.pop_back();
-    return ssize_t(total);
+    dgram_arm(s);
+    if (!slot_free(s)) s.cv.wait(g);
   }
+  const Peer& peer = s.peers[key];
+  const auto slot = uint32_t(dgram_slot(s));
+  const size_t header = put_ds_header(tx_slot(s, slot), reinterpret_cast<const sockaddr*>(&s.self));
+  gather(iov, 0, tx_slot(s, slot) + header, total);
+  if (int err = post_dgram(s, slot, uint32_t(header + total), peer.ah, peer.qpn)) return fail(err);
+  return ssize_t(total);
 }
 
 // One datagram per call; the part that does not fit is dropped (MSG_TRUNC in msg_flags, and
@@ -267,15 +288,14 @@ ssize_t dgram_recv(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
     dgram_arm(s);
     if (s.rx.empty()) s.cv.wait(g);
   }
-  const Rx rx = s.rx.front();
+  const DgRx rx = s.rx.front();
   const uint8_t* at = rx_slot(s, rx.slot) + kGrhSize;
-  DgHeader h;
-  std::memcpy(&h, at, sizeof h);
   const size_t n = std::min<size_t>(room, rx.len);
-  scatter(iov, 0, at + sizeof h, n);
+  scatter(iov, 0, at + rx.header, n);
   if (from && fromlen) {
     sockaddr_storage a;
-    const socklen_t alen = sockaddr_from(h, a);
+    get_ds_header({at, rx.header}, a);
+    const socklen_t alen = addr_len(a.ss_family);
     std::memcpy(from, &a, std::min(alen, *fromlen));
     *fromlen = alen;
   }
@@ -293,7 +313,7 @@ short dgram_ready(const Socket& s) {
   if (s.state == State::kIdle) return POLLOUT;
   short ev = 0;
   if (!s.rx.empty() || s.rd_shut) ev |= POLLIN;
-  if (can_send(s) || s.wr_shut) ev |= POLLOUT;
+  if (slot_free(s) || s.wr_shut) ev |= POLLOUT;
   if (s.so_error) ev |= POLLERR;
   return ev;
 }
@@ -332,12 +352,15 @@ void dgram_arm(Socket& s) {
 
 void dgram_teardown(Socket& s) {
   for (auto& [key, peer] : s.peers) {
-    if (peer.resolver) rdma_destroy_id(peer.resolver);
     if (peer.ah) ibv_destroy_ah(peer.ah);
   }
   s.peers.clear();
+  if (s.self_ah) ibv_destroy_ah(s.self_ah);
+  s.self_ah = nullptr;
   if (s.ud_qp) ibv_destroy_qp(s.ud_qp);
   s.ud_qp = nullptr;
+  if (s.udp_fd >= 0) close(s.udp_fd);
+  s.udp_fd = -1;
 }
 
 }  // namespace vrnic::rdmacm::rs

@@ -7,7 +7,9 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdarg>
 #include <cstring>
@@ -46,11 +48,9 @@ short ready_events(Socket& s, bool arm) {
     default: return POLLOUT | POLLHUP;
   }
   short ev = 0;
-  if (!s.rx.empty() || s.peer_fin || s.rd_shut) ev |= POLLIN;
+  if ((s.flow && s.flow->has_data()) || s.peer_fin || s.rd_shut) ev |= POLLIN;
   if (s.peer_fin) ev |= POLLRDHUP;
-  if ((s.credits > 0 && !s.free_tx.empty() && s.sq_used < kSqDepth) || s.wr_shut || s.peer_gone) {
-    ev |= POLLOUT;
-  }
+  if (can_send(s) || s.wr_shut || s.peer_gone) ev |= POLLOUT;
   if (s.peer_gone && s.wr_shut) ev |= POLLHUP;
   return ev;
 }
@@ -148,8 +148,8 @@ int* int_option(Socket& s, int level, int name) {
     switch (name) {
       case SO_REUSEADDR: return &s.reuseaddr;
       case SO_KEEPALIVE: return &s.keepalive;
-      case SO_SNDBUF: return &s.sndbuf;
-      case SO_RCVBUF: return &s.rcvbuf;
+      case SO_SNDBUF: return &s.sizes.sndbuf;
+      case SO_RCVBUF: return &s.sizes.rcvbuf;
     }
   } else if (level == IPPROTO_TCP) {
     switch (name) {
@@ -158,10 +158,10 @@ int* int_option(Socket& s, int level, int name) {
     }
   } else if (level == SOL_RDMA) {
     switch (name) {
-      case RDMA_SQSIZE: return &s.sqsize;
-      case RDMA_RQSIZE: return &s.rqsize;
-      case RDMA_INLINE: return &s.inline_size;
-      case RDMA_IOMAPSIZE: return &s.iomapsize;
+      case RDMA_SQSIZE: return &s.sizes.sqsize;
+      case RDMA_RQSIZE: return &s.sizes.rqsize;
+      case RDMA_INLINE: return &s.sizes.inline_size;
+      case RDMA_IOMAPSIZE: return &s.sizes.iomapsize;
     }
   }
   return nullptr;
@@ -169,6 +169,9 @@ int* int_option(Socket& s, int level, int name) {
 
 }  // namespace
 
+// Buffer sizes as rdma-core keeps them (SO_SNDBUF / SO_RCVBUF twice the value given, as
+// Linux does); the SOL_RDMA sizes only before connecting (EINVAL after). SO_KEEPALIVE starts
+// the keepalive writes of a connected socket, every TCP_KEEPIDLE seconds.
 RDMACM_EXPORT int rsetsockopt(int fd, int level, int name, const void* val, socklen_t len) {
   Ptr s = Runtime::get().find(fd);
   if (!s) return fail(EBADF);
@@ -183,10 +186,23 @@ RDMACM_EXPORT int rsetsockopt(int fd, int level, int name, const void* val, sock
   int* opt = int_option(*s, level, name);
   if (!opt) return fail(ENOPROTOOPT);
   if (len < sizeof(int)) return fail(EINVAL);
-  std::memcpy(opt, val, sizeof(int));
+  int v;
+  std::memcpy(&v, val, sizeof v);
+  if (level == SOL_RDMA && (s->state >= State::kResolving || s->ud_qp)) return fail(EINVAL);
+  if (level == IPPROTO_TCP && name == TCP_KEEPIDLE && v <= 0) return fail(EINVAL);
+  if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_RCVBUF)) {
+    v = std::clamp(v, 0, INT_MAX / 2) * 2;
+  }
+  *opt = v;
   if (level == SOL_SOCKET && name == SO_REUSEADDR && s->id) {
-    int on = *opt != 0;
+    int on = v != 0;
     rdma_set_option(s->id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &on, sizeof on);
+  }
+  const bool keepalive = (level == SOL_SOCKET && name == SO_KEEPALIVE) ||
+                         (level == IPPROTO_TCP && name == TCP_KEEPIDLE);
+  if (keepalive) {
+    s->next_keepalive = Clock::now() + std::chrono::seconds(s->keepidle);
+    Runtime::get().watch();
   }
   return 0;
 }

@@ -1,11 +1,12 @@
 // The process's rsockets: the fd table and the `vrnic-rsocket` thread, which takes CM events
-// (connection setup, requests, disconnects; datagram sockets' SIDR requests and resolutions)
-// and CQ events and turns them into socket state.
+// (connection setup, requests, disconnects), CQ events, datagram sockets' resolution
+// datagrams and keepalive times, and turns them into socket state.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "rdmacm/rsocket.h"
@@ -96,11 +97,26 @@ void Runtime::watch() {
   (void)!write(wake_fd_, &one, sizeof one);
 }
 
+// Until the next keepalive is due (-1: none).
+int Runtime::next_wait_ms(const std::vector<Ptr>& socks) {
+  const auto now = Clock::now();
+  int wait = -1;
+  for (const Ptr& s : socks) {
+    if (s->type != SOCK_STREAM) continue;  // the type never changes: no lock needed
+    std::lock_guard<std::mutex> g(s->mu);
+    if (!s->keepalive || !s->flow || s->state != State::kConnected) continue;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(s->next_keepalive - now);
+    const int ms = std::max<int>(0, static_cast<int>(left.count()));
+    wait = wait < 0 ? ms : std::min(wait, ms);
+  }
+  return wait;
+}
+
 void Runtime::run() {
   pthread_setname_np(pthread_self(), "vrnic-rsocket");
   for (;;) {
     std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}, {channel_->fd, POLLIN, 0}};
-    std::vector<Ptr> socks;
+    std::vector<Ptr> socks, udp;
     std::vector<Ptr> dead;
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -111,10 +127,16 @@ void Runtime::run() {
         fds.push_back({s->comp->fd, POLLIN, 0});
         socks.push_back(s);
       }
+      for (auto& [serial, s] : by_serial_) {
+        std::lock_guard<std::mutex> sg(s->mu);
+        if (s->udp_fd < 0) continue;
+        fds.push_back({s->udp_fd, POLLIN, 0});
+        udp.push_back(s);
+      }
     }
     for (auto& s : dead) bury(s);
     dead.clear();
-    if (poll(fds.data(), fds.size(), -1) < 0) continue;
+    if (poll(fds.data(), fds.size(), next_wait_ms(socks)) < 0) continue;
     if (fds[0].revents) {
       uint64_t v;
       (void)!read(wake_fd_, &v, sizeof v);
@@ -125,6 +147,17 @@ void Runtime::run() {
     }
     for (size_t i = 0; i < socks.size(); ++i) {
       if (fds[i + 2].revents) on_cq_channel(socks[i]);
+    }
+    for (size_t i = 0; i < udp.size(); ++i) {
+      if (!fds[i + 2 + socks.size()].revents) continue;
+      std::lock_guard<std::mutex> g(udp[i]->mu);
+      if (!udp[i]->closed) on_udp_readable(*udp[i]);
+    }
+    const auto now = Clock::now();
+    for (const Ptr& s : socks) {
+      if (s->type != SOCK_STREAM) continue;
+      std::lock_guard<std::mutex> g(s->mu);
+      keepalive_due(*s, now);
     }
   }
 }
@@ -156,8 +189,8 @@ void Runtime::on_cm_event(rdma_cm_event* ev) {
   const rdma_cm_event_type type = ev->event;
   const bool request = type == RDMA_CM_EVENT_CONNECT_REQUEST;
   const auto serial = reinterpret_cast<uint64_t>(request ? ev->listen_id->context : id->context);
-  const int status = ev->status;
-  const rdma_ud_param ud = ev->param.ud;
+  const auto* pd = static_cast<const uint8_t*>(ev->param.conn.private_data);
+  const std::vector<uint8_t> private_data(pd, pd ? pd + ev->param.conn.private_data_len : pd);
   rdma_ack_cm_event(ev);
   Ptr s;
   {
@@ -167,14 +200,12 @@ void Runtime::on_cm_event(rdma_cm_event* ev) {
   }
   if (request) {
     id->context = nullptr;  // its own socket's serial once accepted
-    if (s) {
+    // A request whose connection data rdma-core's rsockets would not take is refused.
+    const bool ours = decode_conn_data(private_data).has_value();
+    if (s && ours) {
       std::lock_guard<std::mutex> g(s->mu);
-      if (!s->closed && s->type == SOCK_DGRAM && s->ud_qp) {
-        dgram_answer(*s, id);
-        return;
-      }
       if (!s->closed && s->state == State::kListening) {
-        s->pending.push_back(id);
+        s->pending.push_back({id, private_data});
         s->wake();
         return;
       }
@@ -185,45 +216,59 @@ void Runtime::on_cm_event(rdma_cm_event* ev) {
   }
   if (!s) return;
   std::lock_guard<std::mutex> g(s->mu);
-  if (!s->closed && s->type == SOCK_DGRAM) return dgram_cm_event(*s, id, type, status, ud);
-  if (s->closed || s->id != id) return;
+  if (s->closed || s->id != id || s->type != SOCK_STREAM) return;
+  on_stream_event(*s, id, type, private_data);
+}
+
+void Runtime::on_stream_event(Socket& s, rdma_cm_id* id, rdma_cm_event_type type,
+                              std::span<const uint8_t> private_data) {
   switch (type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
-      if (rdma_resolve_route(id, kResolveMs)) fail_connect(*s, errno);
+      if (rdma_resolve_route(id, kResolveMs)) fail_connect(s, errno);
       break;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
+      int err = setup_conn(s);
+      const auto mine = err ? std::array<uint8_t, kConnDataSize>{} : conn_data_of(s);
       rdma_conn_param p;
-      conn_param(p);
-      int err = setup_conn(*s);
+      conn_param(p, mine.data());
       if (!err && rdma_connect(id, &p)) err = errno;
       if (err) {
-        fail_connect(*s, err);
+        fail_connect(s, err);
       } else {
-        s->state = State::kConnecting;
+        s.state = State::kConnecting;
         watch();
       }
       break;
     }
     case RDMA_CM_EVENT_ESTABLISHED:
-      s->state = State::kConnected;
-      s->wake();
+      // The REP's connection data: a version rdma-core would not take fails the connect.
+      if (s.state == State::kConnecting && !start_conn(s, private_data)) {
+        rdma_disconnect(id);
+        fail_connect(s, ENOTSUP);
+        break;
+      }
+      s.state = State::kConnected;
+      s.next_keepalive = Clock::now() + std::chrono::seconds(s.keepidle);
+      poll_cq(s);  // what came before this event; the first credit update (the second half)
+      watch();
+      s.wake();
       break;
     case RDMA_CM_EVENT_DISCONNECTED:
-      poll_cq(*s);  // what arrived before the DREQ is read first
-      s->peer_gone = s->peer_fin = true;
-      if (s->state != State::kConnected) fail_connect(*s, ECONNRESET);
-      s->wake();
+      poll_cq(s);  // what arrived before the DREQ is read first
+      s.peer_gone = s.peer_fin = true;
+      if (s.state != State::kConnected) fail_connect(s, ECONNRESET);
+      s.wake();
       break;
     case RDMA_CM_EVENT_TIMEWAIT_EXIT:
       break;
     default:
-      if (s->state == State::kConnected) {
-        s->conn_error = ECONNRESET;
-        s->peer_gone = s->peer_fin = true;
-        s->state = State::kError;
-        s->wake();
+      if (s.state == State::kConnected) {
+        s.conn_error = ECONNRESET;
+        s.peer_gone = s.peer_fin = true;
+        s.state = State::kError;
+        s.wake();
       } else {
-        fail_connect(*s, connect_errno(type));
+        fail_connect(s, connect_errno(type));
       }
   }
 }

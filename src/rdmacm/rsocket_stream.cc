@@ -15,7 +15,7 @@ using namespace vrnic::rdmacm::rs;
 namespace {
 
 constexpr int kResolveMs = 2000;
-constexpr auto kCloseDrain = std::chrono::seconds(10);
+constexpr auto kCloseDrain = std::chrono::seconds(10);  // rclose waits for the peer's ACKs
 constexpr auto kDgramDrain = std::chrono::seconds(1);
 
 bool connected_or_failed(const Socket& s) {
@@ -31,26 +31,31 @@ int take_error(Socket& s) {
 
 int copy_addr(const sockaddr* sa, sockaddr* addr, socklen_t* len) {
   if (!addr || !len) return fail(EFAULT);
-  const socklen_t have = sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  const socklen_t have = addr_len(sa->sa_family);
   std::memcpy(addr, sa, std::min(have, *len));
   *len = have;
   return 0;
 }
 
-Ptr accepted_socket(rdma_cm_id* id, bool nonblock) {
+// The socket of a request: buffers and QP (sized as the listener's, as rdma-core inherits
+// them), the request's connection data taken in, this side's sent back in the REP.
+Ptr accepted_socket(Pending req, const Sizes& sizes, bool nonblock) {
   Ptr s = Runtime::get().create(SOCK_STREAM);
   if (!s) return nullptr;
   std::unique_lock<std::mutex> g(s->mu);
-  s->id = id;
+  s->id = req.id;
   s->nonblock = nonblock;
-  id->context = serial_ctx(s->serial);
-  rdma_conn_param p;
-  conn_param(p);
+  s->sizes = sizes;
+  req.id->context = serial_ctx(s->serial);
   int err = setup_conn(*s);
-  if (!err && rdma_accept(id, &p)) err = errno;
+  if (!err && !start_conn(*s, req.private_data)) err = EPROTO;
+  const auto mine = err ? std::array<uint8_t, kConnDataSize>{} : conn_data_of(*s);
+  rdma_conn_param p;
+  conn_param(p, mine.data());
+  if (!err && rdma_accept(req.id, &p)) err = errno;
   if (err) {
     g.unlock();
-    rdma_reject(id, nullptr, 0);
+    rdma_reject(req.id, nullptr, 0);
     Runtime::get().remove(s);
     errno = err;
     return nullptr;
@@ -59,6 +64,14 @@ Ptr accepted_socket(rdma_cm_id* id, bool nonblock) {
   Runtime::get().watch();
   s->cv.wait(g, [&] { return connected_or_failed(*s); });
   return s;
+}
+
+// Blocks until the control message the closed halves call for is posted (or the connection
+// ends); `until`: how long at most.
+void close_ctrl(Socket& s, std::unique_lock<std::mutex>& g, Clock::time_point until) {
+  while (send_close_ctrl(s) == EAGAIN && s.state == State::kConnected) {
+    if (s.cv.wait_until(g, until) == std::cv_status::timeout) return;
+  }
 }
 
 }  // namespace
@@ -113,7 +126,8 @@ RDMACM_EXPORT int rlisten(int fd, int backlog) {
 RDMACM_EXPORT int raccept(int fd, sockaddr* addr, socklen_t* len) {
   Ptr l = Runtime::get().find(fd);
   if (!l) return fail(EBADF);
-  rdma_cm_id* id = nullptr;
+  Pending req;
+  Sizes sizes;
   bool nonblock;
   {
     std::unique_lock<std::mutex> g(l->mu);
@@ -124,11 +138,12 @@ RDMACM_EXPORT int raccept(int fd, sockaddr* addr, socklen_t* len) {
       l->cv.wait(g);
       if (l->closed) return fail(EBADF);
     }
-    id = l->pending.front();
+    req = std::move(l->pending.front());
     l->pending.pop_front();
+    sizes = l->sizes;
     nonblock = l->nonblock;
   }
-  Ptr s = accepted_socket(id, nonblock);
+  Ptr s = accepted_socket(std::move(req), sizes, nonblock);
   if (!s) return -1;
   std::lock_guard<std::mutex> g(s->mu);
   if (s->state == State::kError) {
@@ -166,7 +181,8 @@ RDMACM_EXPORT int rconnect(int fd, const sockaddr* addr, socklen_t len) {
   return s->state == State::kConnected ? 0 : fail(take_error(*s));
 }
 
-// SHUT_WR sends a FIN after everything written so far; the peer reads end of stream.
+// SHUT_WR sends SHUTDOWN after everything written so far (the peer reads end of stream);
+// both halves closed send DISCONNECT.
 RDMACM_EXPORT int rshutdown(int fd, int how) {
   Ptr s = Runtime::get().find(fd);
   if (!s) return fail(EBADF);
@@ -182,16 +198,13 @@ RDMACM_EXPORT int rshutdown(int fd, int how) {
   if (s->state != State::kConnected) return fail(ENOTCONN);
   if (how != SHUT_WR) s->rd_shut = true;
   if (how != SHUT_RD) s->wr_shut = true;
-  if (s->wr_shut && !s->fin_sent && !s->peer_gone) {
-    s->cv.wait(g, [&] { return s->sq_used < kSqDepth || s->state != State::kConnected; });
-    s->fin_sent = s->state == State::kConnected && post_msg(*s, Msg::kFin, 0, 0) == 0;
-  }
+  close_ctrl(*s, g, Clock::now() + kCloseDrain);
   s->wake();
   return 0;
 }
 
-// Nothing written before rclose is lost: the FIN follows the data, and the connection is
-// only disconnected once the peer has acknowledged every message (its slots hold them).
+// Nothing written before rclose is lost: DISCONNECT follows the data, and the connection is
+// only torn down once the peer's NIC has acknowledged every write.
 RDMACM_EXPORT int rclose(int fd) {
   Runtime& rt = Runtime::get();
   Ptr s = rt.find(fd);
@@ -199,17 +212,18 @@ RDMACM_EXPORT int rclose(int fd) {
   {
     std::unique_lock<std::mutex> g(s->mu);
     // Datagrams posted leave before the QP goes (a send completes once it is on the wire).
-    const auto drain_end = std::chrono::steady_clock::now() + kDgramDrain;
-    while (s->type == SOCK_DGRAM && s->sq_used && std::chrono::steady_clock::now() < drain_end) {
+    const auto drain_end = Clock::now() + kDgramDrain;
+    while (s->type == SOCK_DGRAM && s->sq_used && Clock::now() < drain_end) {
       dgram_arm(*s);
       if (s->sq_used) s->cv.wait_until(g, drain_end);
     }
     const auto live = [&] { return s->state == State::kConnected && !s->peer_gone; };
-    if (live() && !s->fin_sent) {
-      s->cv.wait_for(g, kCloseDrain, [&] { return s->sq_used < kSqDepth || !live(); });
-      if (live()) s->fin_sent = post_msg(*s, Msg::kFin, 0, 0) == 0;
+    const auto until = Clock::now() + kCloseDrain;
+    if (s->type == SOCK_STREAM && live()) {
+      s->rd_shut = s->wr_shut = true;
+      close_ctrl(*s, g, until);
     }
-    s->cv.wait_for(g, kCloseDrain, [&] { return s->sq_used == 0 || !live(); });
+    s->cv.wait_until(g, until, [&] { return s->sq_used == 0 || !live(); });
     if (s->state == State::kConnected || s->state == State::kAccepting) rdma_disconnect(s->id);
     s->closed = true;
     s->cv.notify_all();
