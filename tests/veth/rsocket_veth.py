@@ -6,7 +6,7 @@ run as a plain user.
 
   rsocket_veth.py --bin BUILD/bin rsocket_mtu1500|rsocket_loss1_mtu1500
 
-Server in namespace b (10.97.0.2), client in a (10.97.0.1), each `runuser -u vrnicuser --
+Server in namespace b (10.97.0.2), client in a (10.97.0.1), each `runuser -u nobody --
 vrnic run --stats --ip ADDR -- PROGRAM`:
   rstream -T v and riostream -T v, 1,000 messages of 64 KiB each way, every byte checked;
   rcopy of a 16 MiB file, compared with cmp; udpong, 1,000 datagrams of 1000 B one way (at
@@ -15,7 +15,7 @@ vrnic run --stats --ip ADDR -- PROGRAM`:
   sent the 16 MiB: the preload library falls back to kernel TCP silently).
 rsocket_loss1: nftables in each namespace drops 1 % of the RoCEv2 packets it receives from the
 veth (`numgen random`); the same runs must pass, and the pairs' counters must show resends.
-Exit status: 0 pass, 1 fail, 77 skipped (not root, no `ip netns`, no nft, no vrnicuser, a
+Exit status: 0 pass, 1 fail, 77 skipped (not root, no `ip netns`, no nft, no user nobody, a
 program missing).
 """
 import argparse
@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../
 from faults_common import counters  # noqa: E402
 from veth_wire import Skipped, VethPair, run_case  # noqa: E402
 
-USER = "vrnicuser"
+USER = "nobody"  # a plain user every Debian system has
 RSPRELOAD = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so"
 MIB16 = 16 << 20
 
