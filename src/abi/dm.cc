@@ -18,6 +18,7 @@ namespace {
 
 constexpr size_t kPage = 4096;
 constexpr uint32_t kMaxLogAlign = 12;  // blocks are page-aligned: any alignment up to a page
+constexpr size_t kWord = 4;            // the access granularity of mlx5's MEMIC
 std::atomic<size_t> g_dm_used{0};      // bytes allocated, over every context of the process
 
 // The range [offset, offset + length) lies inside the block.
@@ -25,19 +26,38 @@ bool in_bounds(const DmBlock* b, uint64_t offset, size_t length) {
   return offset <= b->length && length <= b->length - offset;
 }
 
-// Out of the block: EFAULT, as mlx5's copies answer. vrnic has no 4-byte granularity (mlx5's
-// EINVAL for an unaligned offset or length does not apply).
+// mlx5_access_dm's checks, in its order: a range past the block is EFAULT, then an offset or
+// length that is not a multiple of 4 bytes is EINVAL. The copy moves whole 4-byte words, each
+// read or written at once (as MEMIC is accessed), so a WRITE the engine places meanwhile is
+// never seen torn within a word.
+int check_copy(const DmBlock* b, uint64_t offset, size_t length) {
+  if (!in_bounds(b, offset, length)) return EFAULT;
+  if ((offset | length) % kWord) return EINVAL;
+  return 0;
+}
+
 int copy_to_dm(ibv_dm* ibv, uint64_t offset, const void* host, size_t length) {
   DmBlock* b = to_dm(ibv)->block;
-  if (!in_bounds(b, offset, length)) return EFAULT;
-  std::memcpy(b->mem + offset, host, length);
+  if (int err = check_copy(b, offset, length)) return err;
+  const auto* from = static_cast<const uint8_t*>(host);
+  auto* to = reinterpret_cast<uint32_t*>(b->mem + offset);
+  for (size_t i = 0; i < length / kWord; ++i) {
+    uint32_t word;
+    std::memcpy(&word, from + i * kWord, kWord);
+    std::atomic_ref<uint32_t>(to[i]).store(word, std::memory_order_relaxed);
+  }
   return 0;
 }
 
 int copy_from_dm(void* host, ibv_dm* ibv, uint64_t offset, size_t length) {
   DmBlock* b = to_dm(ibv)->block;
-  if (!in_bounds(b, offset, length)) return EFAULT;
-  std::memcpy(host, b->mem + offset, length);
+  if (int err = check_copy(b, offset, length)) return err;
+  auto* from = reinterpret_cast<uint32_t*>(b->mem + offset);
+  auto* to = static_cast<uint8_t*>(host);
+  for (size_t i = 0; i < length / kWord; ++i) {
+    const uint32_t word = std::atomic_ref<uint32_t>(from[i]).load(std::memory_order_relaxed);
+    std::memcpy(to + i * kWord, &word, kWord);
+  }
   return 0;
 }
 
@@ -106,7 +126,8 @@ int vrnic::abi::op_free_dm(ibv_dm* ibv) {
 
 // rdma-core requires IBV_ACCESS_ZERO_BASED (EINVAL without); mlx5 refuses other access bits
 // than local / remote write, remote read and atomic (EINVAL); the kernel a range outside the
-// block (EINVAL). The MR's iova 0 is the block's byte `dm_offset`.
+// block (EINVAL), but not an empty one, nor one of any alignment (only the copies need 4-byte
+// words). The MR's iova 0 is the block's byte `dm_offset`.
 ibv_mr* vrnic::abi::op_reg_dm_mr(ibv_pd* ibv_pd, ibv_dm* ibv_dm, uint64_t dm_offset,
                                  size_t length, unsigned int access) {
   constexpr unsigned kAllowed = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -115,7 +136,7 @@ ibv_mr* vrnic::abi::op_reg_dm_mr(ibv_pd* ibv_pd, ibv_dm* ibv_dm, uint64_t dm_off
   DmBlock* dm = to_dm(ibv_dm)->block;
   if ((access & ~kAllowed) || !(access & IBV_ACCESS_ZERO_BASED)) return fail_null<ibv_mr>(EINVAL);
   const bool same_file = to_context(ibv_dm->context)->file == to_context(ibv_pd->context)->file;
-  if (!same_file || length == 0 || !in_bounds(dm, dm_offset, length)) {
+  if (!same_file || !in_bounds(dm, dm_offset, length)) {
     return fail_null<ibv_mr>(EINVAL);
   }
   uint32_t engine_access = 0;

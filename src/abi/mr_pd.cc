@@ -73,7 +73,9 @@ ibv_mr* register_mr(ibv_pd* ibv_pd, void* addr, size_t length, uint64_t iova,
                     unsigned int access) {
   uint32_t engine_access = 0;
   if (int err = to_engine_access(access, engine_access)) return fail_null<ibv_mr>(err);
-  if (length && !(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
+  // The kernel pins the pages of the range: none is EINVAL (ib_umem_get).
+  if (length == 0) return fail_null<ibv_mr>(EINVAL);
+  if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
     return fail_null<ibv_mr>(EFAULT);
   }
   auto* mr = new (std::nothrow) Mr{};
