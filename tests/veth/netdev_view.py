@@ -51,7 +51,7 @@ out["device_net"] = names
 if names:
     out["device_net_ifindex"] = int(read(f"{net}/{names[0]}/ifindex") or -1)
     shown = json.loads(subprocess.check_output(["ip", "-j", "addr", "show", names[0]]))
-    out["ip_addr"] = [a["local"] for a in shown[0]["addr_info"]]
+    out["ip_addr"] = [f"{a['local']}/{a['prefixlen']}" for a in shown[0]["addr_info"]]
 
 # UCX: its debug log names the netdev of the GID it uses (run before this process opens
 # the device, which then holds the address).
@@ -136,7 +136,9 @@ def check(found, prefix, ifname, address):
     device_address = address or gid_address(found["gid"])
     if found["gid"] != gid_of(device_address):
         problems.append(f"GID {found['gid']} is not {device_address}'s")
-    if device_address not in found.get("ip_addr", []):
+    # The interface's addresses cover the device's (lo lists 127.0.0.1/8 for all of 127/8).
+    nets = [ipaddress.ip_interface(a).network for a in found.get("ip_addr", [])]
+    if not any(ipaddress.ip_address(device_address) in n for n in nets):
         problems.append(f"rdma-core's lookup: {device_address} not on {found.get('ip_addr')}")
     if found["ucx_ndev"] != "no ucx_info":
         if found["ucx_ndev"] != ifname:
@@ -187,7 +189,8 @@ def case_veth(vrnic, v6):
         if problems:
             return problems
         # The RDMA CM between the addresses rdma-core's lookup found.
-        server_ip = next(a for a in found[1]["ip_addr"] if a == addrs[1])
+        server_ip = next(a.split("/")[0] for a in found[1]["ip_addr"]
+                         if a.split("/")[0] == addrs[1])
         return cm_exchange(vrnic, veth, server_ip, addrs)
 
 
