@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <new>
 
 #include "abi/cmd_file.h"
