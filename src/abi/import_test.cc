@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <numeric>
 
 #include "abi/verbs_test.h"
@@ -169,29 +170,28 @@ TEST_F(Import, objects_of_the_imported_context__import_back) {
 // uverbs' lookup by handle: ENOENT for a handle that names nothing, EINVAL for one of another
 // kind. A context opened on its own (another command file) sees none of the handles.
 TEST_F(Import, import_by_handle__enoent_and_einval) {
-  errno = 0;
-  EXPECT_EQ(ibv_import_pd(ctx2_, 0x7ffffff0), nullptr);
-  EXPECT_EQ(errno, ENOENT);
-  errno = 0;
-  EXPECT_EQ(ibv_import_pd(ctx2_, a_mr_->handle), nullptr);
-  EXPECT_EQ(errno, EINVAL);
-  errno = 0;
-  EXPECT_EQ(ibv_import_mr(pd_, pd_->handle), nullptr);
-  EXPECT_EQ(errno, EINVAL);
-  errno = 0;
-  EXPECT_EQ(ibv_import_mr(pd_, 0x7ffffff0), nullptr);
-  EXPECT_EQ(errno, ENOENT);
-  errno = 0;
-  EXPECT_EQ(ibv_import_dm(ctx2_, pd_->handle), nullptr);
-  EXPECT_EQ(errno, EINVAL);
-  errno = 0;
-  EXPECT_EQ(ibv_import_dm(ctx2_, 0x7ffffff0), nullptr);
-  EXPECT_EQ(errno, ENOENT);
+  constexpr uint32_t kNone = 0x7ffffff0;
+  struct Case {
+    const char* what;
+    std::function<void*()> import;
+    int err;
+  };
   ibv_context* own = ibv_open_device(list_[0]);
   ASSERT_NE(own, nullptr);
-  errno = 0;
-  EXPECT_EQ(ibv_import_pd(own, pd_->handle), nullptr);
-  EXPECT_EQ(errno, ENOENT);
+  const Case cases[] = {
+      {"pd: no such handle", [&] { return (void*)ibv_import_pd(ctx2_, kNone); }, ENOENT},
+      {"pd: an MR's handle", [&] { return (void*)ibv_import_pd(ctx2_, a_mr_->handle); }, EINVAL},
+      {"mr: a PD's handle", [&] { return (void*)ibv_import_mr(pd_, pd_->handle); }, EINVAL},
+      {"mr: no such handle", [&] { return (void*)ibv_import_mr(pd_, kNone); }, ENOENT},
+      {"dm: a PD's handle", [&] { return (void*)ibv_import_dm(ctx2_, pd_->handle); }, EINVAL},
+      {"dm: no such handle", [&] { return (void*)ibv_import_dm(ctx2_, kNone); }, ENOENT},
+      {"pd: another file's", [&] { return (void*)ibv_import_pd(own, pd_->handle); }, ENOENT},
+  };
+  for (const Case& c : cases) {
+    errno = 0;
+    EXPECT_EQ(c.import(), nullptr) << c.what;
+    EXPECT_EQ(errno, c.err) << c.what;
+  }
   EXPECT_EQ(ibv_close_device(own), 0);
 }
 
