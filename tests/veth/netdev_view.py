@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The device's network interface, found the ways tools look for it in `vrnic run`:
 
-  netdev_view.py --bin BUILD/bin loopback_v4|loopback_v6|veth_v4|veth_v6
+  netdev_view.py --bin BUILD/bin [--user NAME] loopback_v4|loopback_v6|veth_v4|veth_v6
 
 Inside `vrnic run` a probe does what they do: ibdev2netdev (ports/N/gid_attrs/ndevs/0, the
 netdev's operstate), rdma-core's tests (the first entry of device/net/, then `ip -j addr show`
@@ -9,7 +9,10 @@ on it for the address RDMA CM cases use), UCX (`ucx_info -d`, whose debug log na
 it read) and the verbs (ibv_query_gid_ex's ndev_ifindex, through vrnic's libibverbs). Each must
 name the interface that holds the device's address: lo for 127.0.0.x and ::1, the veth inside a
 network namespace (IPv4 and IPv6). In the veth cases the address rdma-core's lookup finds
-carries an RDMA CM exchange (rdma_server / rdma_client) between the two namespaces.
+carries an RDMA CM exchange (rdma_server / rdma_client) and perftest's ib_send_bw -R
+between the two namespaces.
+With --user, run as root, vrnic and the programs run as that plain user (`runuser`), inside
+each namespace for the veth cases; without root they run as the caller anyway.
 Exit status: 0 pass, 1 fail, 77 skipped (not root or no namespaces, for the veth cases).
 """
 import argparse
@@ -35,14 +38,21 @@ def read(path):
     except OSError:
         return None
 
-# ibdev2netdev: every device and port, the netdev of GID 0 and its link state.
-lines = []
+# ibdev2netdev: every device and port, the netdev of GID 0 and its link state; and the
+# port as `rdma link` prints it (state, physical state, netdev), from the same files.
+lines, links = [], []
 for dev in sorted(os.listdir(IB)):
     for port in sorted(os.listdir(f"{IB}/{dev}/ports")):
-        ndev = read(f"{IB}/{dev}/ports/{port}/gid_attrs/ndevs/0")
+        p = f"{IB}/{dev}/ports/{port}"
+        ndev = read(f"{p}/gid_attrs/ndevs/0")
         state = read(f"/sys/class/net/{ndev}/operstate") if ndev else None
         lines.append(f"{dev} port {port} ==> {ndev} ({state})")
+        st, phys = (read(f"{p}/{f}").split(": ")[1] for f in ("state", "phys_state"))
+        links.append(f"link {dev}/{port} state {st} physical_state {phys} netdev {ndev} "
+                     f"link_layer {read(p + '/link_layer')} rate {read(p + '/rate')}")
 out["ibdev2netdev"] = lines
+out["rdma_link"] = links
+out["uid"] = os.getuid()
 
 # rdma-core's tests/base.py: the first entry of device/net/, then its first address.
 net = f"{IB}/vrnic0/device/net"
@@ -93,6 +103,10 @@ print("@@" + json.dumps(out))
 '''
 
 
+# `runuser -u NAME --` when the programs run as a plain user (--user, as root).
+AS_USER = []
+
+
 def gid_of(address):
     """The RoCEv2 GID of an address, as hex (IPv4-mapped for IPv4)."""
     a = ipaddress.ip_address(address)
@@ -102,8 +116,8 @@ def gid_of(address):
 
 
 def probe(vrnic, prefix, address):
-    cmd = [*prefix, vrnic, "run", *(["--ip", address] if address else []), "--", sys.executable,
-           "-c", PROBE]
+    cmd = [*prefix, *AS_USER, vrnic, "run", *(["--ip", address] if address else []), "--",
+           sys.executable, "-c", PROBE]
     env = {k: v for k, v in os.environ.items() if k not in ("VRNIC_IP", "VRNIC_SYSFS")}
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     for line in p.stdout.splitlines():
@@ -125,10 +139,16 @@ def check(found, prefix, ifname, address):
     if found["ibdev2netdev"] != [f"vrnic0 port 1 ==> {ifname} "
                                  f"({open_operstate(prefix, ifname)})"]:
         problems.append(f"ibdev2netdev: {found['ibdev2netdev']}")
+    link = f"link vrnic0/1 state ACTIVE physical_state LinkUp netdev {ifname} " \
+           "link_layer Ethernet"
+    if len(found["rdma_link"]) != 1 or not found["rdma_link"][0].startswith(link + " rate "):
+        problems.append(f"rdma link: {found['rdma_link']}, want {link}")
     if found["device_net"] != [ifname]:
         problems.append(f"device/net: {found['device_net']}, want [{ifname}]")
     elif found["device_net_ifindex"] != want_index:
         problems.append(f"device/net/{ifname}/ifindex {found['device_net_ifindex']}")
+    if AS_USER and found["uid"] == 0:
+        problems.append("the probe ran as root, not as the plain user")
     if found["ibv_device"] != "vrnic0" or found["query_gid_ex"] != 0:
         problems.append(f"verbs: {found['ibv_device']}, query_gid_ex {found['query_gid_ex']}")
     if found["ndev_ifindex"] != want_index:
@@ -191,19 +211,24 @@ def case_veth(vrnic, v6):
         # The RDMA CM between the addresses rdma-core's lookup found.
         server_ip = next(a.split("/")[0] for a in found[1]["ip_addr"]
                          if a.split("/")[0] == addrs[1])
-        return cm_exchange(vrnic, veth, server_ip, addrs)
+        problems = exchange(vrnic, veth, addrs, ["rdma_server", "-s", server_ip, "-p", "7471"],
+                            ["rdma_client", "-s", server_ip, "-p", "7471"])
+        # perftest over the RDMA CM (-R): the address picks the device, as on a real host.
+        return problems + exchange(vrnic, veth, addrs, ["ib_send_bw", "-R", "-n", "200"],
+                                   ["ib_send_bw", "-R", "-n", "200", server_ip])
 
 
-def cm_exchange(vrnic, veth, server_ip, addrs):
+def exchange(vrnic, veth, addrs, server, client):
+    """server (argv) in the second namespace, then client (argv) in the first, each on its
+    own device; problems if either fails."""
     with tempfile.TemporaryFile("w+") as log:
-        s = subprocess.Popen([*veth.exec(1), vrnic, "run", "--ip", addrs[1], "--", "rdma_server",
-                              "-s", server_ip, "-p", "7471"], stdout=log, stderr=log)
+        s = subprocess.Popen([*veth.exec(1), *AS_USER, vrnic, "run", "--ip", addrs[1], "--",
+                              *server], stdout=log, stderr=log)
         try:
             c = None
             for _ in range(20):  # until the server listens
-                c = subprocess.run([*veth.exec(0), vrnic, "run", "--ip", addrs[0], "--",
-                                    "rdma_client", "-s", server_ip, "-p", "7471"],
-                                   capture_output=True, text=True, timeout=60)
+                c = subprocess.run([*veth.exec(0), *AS_USER, vrnic, "run", "--ip", addrs[0], "--",
+                                    *client], capture_output=True, text=True, timeout=60)
                 if c.returncode == 0:
                     break
                 subprocess.run(["sleep", "0.25"])
@@ -212,9 +237,9 @@ def cm_exchange(vrnic, veth, server_ip, addrs):
             if s.poll() is None:
                 s.kill()
         log.seek(0)
-        print(f"rdma_client -s {server_ip}: exit {c.returncode}; rdma_server: exit {rc}")
+        print(f"{' '.join(client)}: exit {c.returncode}; {server[0]}: exit {rc}")
         if c.returncode != 0 or rc != 0:
-            return [f"RDMA CM to {server_ip}: client {c.returncode} {c.stdout} {c.stderr}, "
+            return [f"{' '.join(client)}: client {c.returncode} {c.stdout} {c.stderr}, "
                     f"server {rc} {log.read()}"]
     return []
 
@@ -222,10 +247,13 @@ def cm_exchange(vrnic, veth, server_ip, addrs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
+    ap.add_argument("--user", help="run vrnic and the programs as this plain user (if root)")
     ap.add_argument("case", choices=["loopback_v4", "loopback_v6", "veth_v4", "veth_v6"])
     a = ap.parse_args()
     vrnic = os.path.join(os.path.abspath(a.bin), "vrnic")
     kind, family = a.case.split("_")
+    if a.user and os.geteuid() == 0:
+        AS_USER.extend(["runuser", "-u", a.user, "--"])
     try:
         body = case_veth if kind == "veth" else case_loopback
         problems = body(vrnic, family == "v6")
