@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from veth_wire import Skipped, VethPair  # noqa: E402
+from veth_wire import Skipped, VethPair, report  # noqa: E402
 
 PROBE = r'''
 import ctypes, json, os, re, subprocess
@@ -254,16 +254,8 @@ def main():
     kind, family = a.case.split("_")
     if a.user and os.geteuid() == 0:
         AS_USER.extend(["runuser", "-u", a.user, "--"])
-    try:
-        body = case_veth if kind == "veth" else case_loopback
-        problems = body(vrnic, family == "v6")
-    except Skipped as e:
-        print(f"SKIPPED: {e}")
-        return 77
-    for p in problems:
-        print(f"FAIL: {p}")
-    print(f"== {a.case}: {'FAIL' if problems else 'PASS'}")
-    return 1 if problems else 0
+    body = case_veth if kind == "veth" else case_loopback
+    return report(a.case, lambda: body(vrnic, family == "v6"))
 
 
 if __name__ == "__main__":
