@@ -37,7 +37,7 @@ TEST(DeviceEntries, loopback__kernel_formats_and_lo_as_the_interface) {
   EXPECT_EQ(v.files.at("board_id"), "VRNIC-SOFTWARE-ROCEV2");
   EXPECT_EQ(v.files.at("ports/1/state"), "4: ACTIVE");
   EXPECT_EQ(v.files.at("ports/1/phys_state"), "5: LinkUp");
-  EXPECT_EQ(v.files.at("ports/1/rate"), "25 Gb/sec (1X EDR)");
+  EXPECT_EQ(v.files.at("ports/1/rate"), "100 Gb/sec (4X EDR)");
   EXPECT_EQ(v.files.at("ports/1/link_layer"), "Ethernet");
   EXPECT_EQ(v.files.at("ports/1/cap_mask"), "0x04010000");  // CM_SUP | IP_BASED_GIDS
   EXPECT_EQ(v.files.at("ports/1/pkeys/0"), "0xffff");
