@@ -31,11 +31,11 @@ step_asan() {
   # interop, faults, veth and soak run Debian's programs between processes: the release build's job;
   # sweep and long (the 320-host simulations) take minutes even uninstrumented; package
   # builds and installs the release package.
-  # abi.symbols_load, abi.devinfo and vrnic.sysfs_view run Debian's uninstrumented
+  # abi.symbols_load, abi.devinfo and vrnic.sysfs_view(_user) run Debian's uninstrumented
   # ibv_devices / ibv_devinfo
   # on the instrumented libibverbs.so.1: the ASan runtime must then be preloaded (ASan
   # refuses to start otherwise); leaks of those foreign programs are not ours to judge.
-  local preload foreign='^(abi\.(symbols_load|devinfo)|vrnic\.sysfs_view)$'
+  local preload foreign='^(abi\.(symbols_load|devinfo)|vrnic\.sysfs_view(_user)?)$'
   preload=$(${CXX:-c++} -print-file-name=libasan.so)
   if cmake --preset asan -G Ninja >/dev/null &&
      cmake --build --preset asan -j "$JOBS" &&

@@ -146,31 +146,34 @@ void drop_async_events(Context* ctx, const void* element) {
 
 }  // namespace vrnic::abi
 
-VRNIC_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
-  if (device != the_device()) return fail_null<ibv_context>(ENODEV);
+ibv_context* vrnic::abi::new_context(ibv_device* device, int cmd_fd,
+                                     std::shared_ptr<CmdFile> file) {
   auto* c = new (std::nothrow) Context;
-  if (!c) return fail_null<ibv_context>(ENOMEM);
+  if (!c) {
+    if (cmd_fd >= 0) close(cmd_fd);
+    return fail_null<ibv_context>(ENOMEM);
+  }
   std::memset(&c->vctx, 0, sizeof(c->vctx));
   c->vctx.sz = sizeof(verbs_context);
+  c->file = std::move(file);
   ibv_context& ctx = c->vctx.context;
   ctx.device = device;
-  ctx.cmd_fd = -1;  // no kernel: every command is served in process
+  ctx.cmd_fd = cmd_fd;  // every command is served in process; the fd is what imports name
   ctx.num_comp_vectors = 1;
   ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
   pthread_mutex_init(&ctx.mutex, nullptr);
   fill_ops(c);
 
   ctx.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-  if (ctx.async_fd < 0) {
-    int err = errno;
-    delete c;
-    return fail_null<ibv_context>(err);
+  int err = errno;
+  if (ctx.async_fd >= 0) {
+    vrnic::live::LiveNicCallbacks cb{on_cq_event, on_async_event};
+    err = 0;
+    c->nic = vrnic::live::LiveNic::acquire(cb, err);
+    if (!c->nic) close(ctx.async_fd);
   }
-  int err = 0;
-  vrnic::live::LiveNicCallbacks cb{on_cq_event, on_async_event};
-  c->nic = vrnic::live::LiveNic::acquire(cb, err);
   if (!c->nic) {
-    close(ctx.async_fd);
+    if (cmd_fd >= 0) close(cmd_fd);
     delete c;
     return fail_null<ibv_context>(err ? err : ENODEV);
   }
@@ -182,6 +185,13 @@ VRNIC_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
   return &ctx;
 }
 
+VRNIC_EXPORT ibv_context* ibv_open_device(ibv_device* device) {
+  if (device != the_device()) return fail_null<ibv_context>(ENODEV);
+  int cmd_fd = -1;
+  std::shared_ptr<CmdFile> file = CmdFile::create(cmd_fd);
+  return new_context(device, cmd_fd, std::move(file));
+}
+
 VRNIC_EXPORT int ibv_close_device(ibv_context* context) {
   Context* c = to_context(context);
   {
@@ -190,6 +200,7 @@ VRNIC_EXPORT int ibv_close_device(ibv_context* context) {
   }
   vrnic::live::LiveNic::release(c->nic);
   close(context->async_fd);
+  if (context->cmd_fd >= 0) close(context->cmd_fd);
   pthread_mutex_destroy(&context->mutex);
   delete c;
   return 0;

@@ -1,6 +1,7 @@
 // Device memory: allocation limits, the memcpy calls, zero-based DM MRs in RDMA WRITE, READ
 // and SEND, a remote access past the MR, and the errors of each call.
 #include <numeric>
+#include <utility>
 
 #include "abi/verbs_test.h"
 
@@ -98,6 +99,66 @@ TEST_F(DeviceMemory, memcpy__round_trip_and_out_of_bounds_efault) {
   EXPECT_EQ(ibv_memcpy_to_dm(dm_, 0, in.data(), 0), 0);
 }
 
+// mlx5_access_dm: the range is checked against the block first (EFAULT), then the 4-byte
+// granularity of MEMIC accesses (EINVAL); a refused copy moves no byte.
+TEST_F(DeviceMemory, memcpy__unaligned_offset_or_length_einval_as_mlx5) {
+  std::vector<uint8_t> in(64, 0xab), out(64, 0xcd);
+  ASSERT_EQ(ibv_memcpy_to_dm(dm_, 0, in.data(), 64), 0);
+  const std::vector<uint8_t> other(64, 0x11);
+  for (auto [offset, length] : {std::pair<uint64_t, size_t>{2, 8}, {0, 6}, {1, 1}, {4, 63}}) {
+    EXPECT_EQ(ibv_memcpy_to_dm(dm_, offset, other.data(), length), EINVAL) << offset << "+" << length;
+    EXPECT_EQ(ibv_memcpy_from_dm(out.data(), dm_, offset, length), EINVAL) << offset << "+" << length;
+  }
+  EXPECT_EQ(out, std::vector<uint8_t>(64, 0xcd));  // nothing read
+  ASSERT_EQ(ibv_memcpy_from_dm(out.data(), dm_, 0, 64), 0);
+  EXPECT_EQ(out, in);  // nothing written
+  // Unaligned and past the end: the bounds are checked first.
+  EXPECT_EQ(ibv_memcpy_to_dm(dm_, kDmSize - 2, in.data(), 4), EFAULT);
+  EXPECT_EQ(ibv_memcpy_from_dm(out.data(), dm_, kDmSize - 4, 6), EFAULT);
+  // Aligned at the very end, and empty copies, are fine.
+  EXPECT_EQ(ibv_memcpy_to_dm(dm_, kDmSize - 4, in.data(), 4), 0);
+  EXPECT_EQ(ibv_memcpy_from_dm(out.data(), dm_, kDmSize, 0), 0);
+}
+
+// The kernel's DM MR checks (offset and length within the block) admit an empty region, and
+// mlx5 registers it: a zero-length, zero-based MR, anywhere in the block up to its end.
+TEST_F(DeviceMemory, reg_dm_mr__zero_length_registers) {
+  for (uint64_t offset : {uint64_t(0), uint64_t(100), uint64_t(kDmSize)}) {
+    errno = 0;
+    ibv_mr* mr = ibv_reg_dm_mr(pd_, dm_, offset, 0, kDmAccess);
+    ASSERT_NE(mr, nullptr) << offset << ": " << errno;
+    EXPECT_EQ(mr->length, 0u);
+    EXPECT_EQ(mr->addr, nullptr);
+    EXPECT_EQ(ibv_free_dm(dm_), EBUSY);  // it holds the block like any DM MR
+    EXPECT_EQ(ibv_dereg_mr(mr), 0);
+  }
+  errno = 0;
+  EXPECT_EQ(ibv_reg_dm_mr(pd_, dm_, kDmSize + 1, 0, kDmAccess), nullptr);  // past the block
+  EXPECT_EQ(errno, EINVAL);
+  // Memory of the process keeps the kernel's rule: no pages, no region.
+  errno = 0;
+  EXPECT_EQ(ibv_reg_mr(pd_, a_buf_.data(), 0, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+// Neither mlx5 nor the kernel asks a DM MR for 4-byte alignment (only the copies do): an
+// MR at an odd offset and length registers, and a WRITE into it lands there.
+TEST_F(DeviceMemory, reg_dm_mr__unaligned_offset_and_length_register_as_mlx5) {
+  dm_mr_ = ibv_reg_dm_mr(pd_, dm_, 3, 9, kDmAccess);
+  ASSERT_NE(dm_mr_, nullptr) << errno;
+  EXPECT_EQ(dm_mr_->length, 9u);
+  std::fill(a_buf_.begin(), a_buf_.begin() + 9, 0x5a);
+  ibv_sge s = sge(a_buf_, a_mr_, 0, 9);
+  ibv_send_wr w = rdma_to_b(IBV_WR_RDMA_WRITE, 5, &s, dm_mr_->rkey);
+  w.wr.rdma.remote_addr = 0;
+  EXPECT_EQ(post_and_wait(a_, w).status, IBV_WC_SUCCESS);
+  std::vector<uint8_t> got(16);
+  ASSERT_EQ(ibv_memcpy_from_dm(got.data(), dm_, 0, 16), 0);
+  const std::vector<uint8_t> want = {0, 0, 0, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a, 0x5a,
+                                     0x5a, 0, 0, 0, 0};
+  EXPECT_EQ(got, want);
+}
+
 TEST_F(DeviceMemory, reg_dm_mr__errors_and_free_dm_busy) {
   errno = 0;
   EXPECT_EQ(ibv_reg_dm_mr(pd_, dm_, 0, 64, IBV_ACCESS_LOCAL_WRITE), nullptr);  // not zero-based
@@ -107,9 +168,6 @@ TEST_F(DeviceMemory, reg_dm_mr__errors_and_free_dm_busy) {
   EXPECT_EQ(errno, EINVAL);
   errno = 0;
   EXPECT_EQ(ibv_reg_dm_mr(pd_, dm_, kDmSize - 63, 64, kDmAccess), nullptr);  // past the end
-  EXPECT_EQ(errno, EINVAL);
-  errno = 0;
-  EXPECT_EQ(ibv_reg_dm_mr(pd_, dm_, 0, 0, kDmAccess), nullptr);
   EXPECT_EQ(errno, EINVAL);
   ibv_mr* mr = ibv_reg_dm_mr(pd_, dm_, 64, 128, kDmAccess);
   ASSERT_NE(mr, nullptr);

@@ -31,15 +31,20 @@ VRNIC_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* context) {
     return fail_null<ibv_pd>(ENOMEM);
   }
   pd->ibv.context = context;
+  pd->ibv.handle = c->file->add(Named::Kind::kPd, pd->pd);
   return &pd->ibv;
 }
 
+// Destroys the PD whichever handle names it (its own or an imported one, ibv_import_pd).
 VRNIC_EXPORT int ibv_dealloc_pd(ibv_pd* ibv) {
   Pd* pd = to_pd(ibv);
   if (pd->base) return dealloc_parent_domain(pd);
   if (pd->refs.load()) return EBUSY;  // parent domains made on it
-  const int err = to_context(ibv->context)->nic->locked([&](Device& d) { return d.dealloc_pd(pd->pd); });
+  Context* c = to_context(ibv->context);
+  if (!c->file->names(ibv->handle, pd->pd)) return ENOENT;  // destroyed through another handle
+  const int err = c->nic->locked([&](Device& d) { return d.dealloc_pd(pd->pd); });
   if (err) return err;
+  c->file->remove(ibv->handle);
   delete pd;
   return 0;
 }
@@ -68,7 +73,9 @@ ibv_mr* register_mr(ibv_pd* ibv_pd, void* addr, size_t length, uint64_t iova,
                     unsigned int access) {
   uint32_t engine_access = 0;
   if (int err = to_engine_access(access, engine_access)) return fail_null<ibv_mr>(err);
-  if (length && !(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
+  // The kernel pins the pages of the range: none is EINVAL (ib_umem_get).
+  if (length == 0) return fail_null<ibv_mr>(EINVAL);
+  if (!(access & IBV_ACCESS_ON_DEMAND) && !range_mapped(addr, length)) {
     return fail_null<ibv_mr>(EFAULT);
   }
   auto* mr = new (std::nothrow) Mr{};
@@ -90,6 +97,7 @@ ibv_mr* register_mr(ibv_pd* ibv_pd, void* addr, size_t length, uint64_t iova,
   mr->ibv.length = length;
   mr->ibv.lkey = info.lkey;
   mr->ibv.rkey = info.rkey;
+  mr->ibv.handle = to_context(ibv_pd->context)->file->add(Named::Kind::kMr, info.mr);
   return &mr->ibv;
 }
 
@@ -160,10 +168,14 @@ int vrnic::abi::op_advise_mr(ibv_pd* ibv_pd, ibv_advise_mr_advice advice, uint32
       [&](Device& d) { return d.advise_mr(pd->pd, uint32_t(advice), flags, sges, num_sge); });
 }
 
+// Deregisters the MR whichever handle names it (its own or an imported one, ibv_import_mr).
 VRNIC_EXPORT int ibv_dereg_mr(ibv_mr* ibv) {
   Mr* mr = to_mr(ibv);
-  const int err = to_context(ibv->context)->nic->locked([&](Device& d) { return d.dereg_mr(mr->mr); });
+  Context* c = to_context(ibv->context);
+  if (!c->file->names(ibv->handle, mr->mr)) return ENOENT;  // deregistered through another handle
+  const int err = c->nic->locked([&](Device& d) { return d.dereg_mr(mr->mr); });
   if (err) return err;
+  c->file->remove(ibv->handle);
   release_domain(ibv->pd);
   release_dm_mr(ibv);
   delete mr;

@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <new>
 
+#include "abi/cmd_file.h"
 #include "engine/types.h"
 
 namespace vrnic::live {
@@ -30,6 +32,7 @@ namespace vrnic::abi {
 struct Context {
   verbs_context vctx;
   live::LiveNic* nic = nullptr;
+  std::shared_ptr<CmdFile> file;  // the handles of its PDs, MRs and DMs (cmd_fd's file)
   std::mutex async_mu;
   std::deque<ibv_async_event> async_events;  // read by ibv_get_async_event
 };
@@ -69,21 +72,25 @@ struct CqRing {
 // The device memory ibv_alloc_dm hands out, in all (ibv_query_device_ex's max_dm_size).
 constexpr size_t kMaxDmSize = 256 * 1024;
 
-struct Dm;
-struct Mr {
-  ibv_mr ibv;
-  engine::Mr* mr = nullptr;
-  Dm* dm = nullptr;  // an MR on device memory (ibv_reg_dm_mr)
-};
-
 // Device memory (ibv_alloc_dm): a page-aligned block of the library's memory, counted
-// against the device's max_dm_size; MRs on it are zero-based (dm.cc).
-struct Dm {
-  ibv_dm ibv;
+// against the device's max_dm_size; MRs on it are zero-based (dm.cc). One block may be
+// held by several ibv_dm handles (ibv_import_dm); ibv_free_dm through any of them frees it.
+struct DmBlock {
   uint8_t* mem = nullptr;
   size_t length = 0;  // as allocated (ibv_alloc_dm_attr.length)
   size_t reserved = 0;  // counted against max_dm_size: length rounded up to pages
   std::atomic<uint32_t> mrs{0};  // ibv_free_dm: EBUSY while MRs use it
+};
+
+struct Mr {
+  ibv_mr ibv;
+  engine::Mr* mr = nullptr;
+  DmBlock* dm = nullptr;  // an MR on device memory (ibv_reg_dm_mr)
+};
+
+struct Dm {
+  ibv_dm ibv;
+  DmBlock* block = nullptr;
 };
 
 // The fd holds one token per queued event, except for events that came while a thread of

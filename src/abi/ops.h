@@ -3,6 +3,8 @@
 #pragma once
 #include <infiniband/verbs.h>
 
+#include <memory>
+
 #include "engine/types.h"
 
 namespace vrnic::engine {
@@ -42,6 +44,7 @@ int op_query_rt_values(ibv_context* context, ibv_values_ex* values);
 
 // Thread and parent domains (domain.cc), device memory (dm.cc).
 struct Pd;
+struct DmBlock;
 ibv_td* op_alloc_td(ibv_context* context, ibv_td_init_attr* attr);
 int op_dealloc_td(ibv_td* td);
 ibv_pd* op_alloc_parent_domain(ibv_context* context, ibv_parent_domain_init_attr* attr);
@@ -51,6 +54,8 @@ int op_free_dm(ibv_dm* dm);
 ibv_mr* op_reg_dm_mr(ibv_pd* pd, ibv_dm* dm, uint64_t dm_offset, size_t length,
                      unsigned int access);
 void release_dm_mr(ibv_mr* mr);  // ibv_dereg_mr of an MR on device memory
+// A new ibv_dm of `context` over `block` with `handle` (ibv_alloc_dm, ibv_import_dm).
+ibv_dm* new_dm_handle(ibv_context* context, DmBlock* block, uint32_t handle);
 
 // XRC (xrc.cc).
 ibv_xrcd* op_open_xrcd(ibv_context* context, ibv_xrcd_init_attr* attr);
@@ -71,6 +76,11 @@ struct Context;
 void push_async_event(Context* ctx, const ibv_async_event& ev);
 // Forgets the unread events of an object being destroyed (element: its ibv_qp/ibv_cq).
 void drop_async_events(Context* ctx, const void* element);
+
+// A context on `device` with command fd `cmd_fd` (which it then owns: closed if this fails)
+// over `file` (ibv_open_device, ibv_import_device). Null with errno.
+class CmdFile;
+ibv_context* new_context(ibv_device* device, int cmd_fd, std::shared_ptr<CmdFile> file);
 
 // Blocks on an eventfd token (EFD_SEMAPHORE): 0, or -1 with errno (EAGAIN if non-blocking).
 int take_token(int fd);

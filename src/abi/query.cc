@@ -1,5 +1,6 @@
 // Device, port, GID and P_Key queries: what the device advertises, from the engine's limits.
 #include <endian.h>
+#include <net/if.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include "abi/identity.h"
 #include "abi/objects.h"
 #include "abi/ops.h"
+#include "live/address.h"
 #include "live/live_nic.h"
 
 using namespace vrnic::abi;
@@ -192,7 +194,11 @@ VRNIC_EXPORT int _ibv_query_gid_ex(ibv_context* context, uint32_t port_num, uint
   entry->gid_index = gid_index;
   entry->port_num = port_num;
   entry->gid_type = IBV_GID_TYPE_ROCE_V2;
-  entry->ndev_ifindex = 0;  // no kernel netdev behind the device
+  // The interface that holds the address (the sysfs view's gid_attrs/ndevs/0), as rdma-core
+  // reads it: if_nametoindex of that name; 0 when no interface holds it.
+  const std::string ndev = vrnic::live::interface_name(
+      vrnic::transport::IpAddress::from_gid(nic_of(context)->gid().raw));
+  entry->ndev_ifindex = ndev.empty() ? 0 : if_nametoindex(ndev.c_str());
   return 0;
 }
 

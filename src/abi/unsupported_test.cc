@@ -12,18 +12,6 @@ TEST_F(Unsupported, exported_pointer_verbs__null_with_eopnotsupp) {
   errno = 0;
   EXPECT_EQ(ibv_reg_dmabuf_mr(pd_, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
-  errno = 0;
-  EXPECT_EQ(ibv_import_device(3), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  errno = 0;
-  EXPECT_EQ(ibv_import_pd(ctx_, 1), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  errno = 0;
-  EXPECT_EQ(ibv_import_mr(pd_, 1), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  errno = 0;
-  EXPECT_EQ(ibv_import_dm(ctx_, 1), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
 }
 
 TEST_F(Unsupported, exported_int_verbs__return_eopnotsupp) {

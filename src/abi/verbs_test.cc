@@ -1,6 +1,9 @@
 // End-to-end verbs tests against vrnic's libibverbs.so.1: queries, resources, and two RC QPs
 // of one context connected to each other over the device's own GID.
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <poll.h>
 
 #include <chrono>
@@ -69,6 +72,42 @@ TEST_F(Device, query_port__active_ethernet_roce) {
   EXPECT_EQ(compat.flags, 0);
   EXPECT_EQ(compat.port_cap_flags2, 0xabab);  // past the end of the compat struct
   EXPECT_NE(ibv_query_port(ctx_, 2, &p), 0);
+}
+
+// The interface holding `gid`'s address, found with getifaddrs (all of 127/8 is lo's).
+unsigned interface_of(const ibv_gid& gid) {
+  const bool v4 = gid.global.subnet_prefix == 0 && gid.raw[10] == 0xff && gid.raw[11] == 0xff;
+  if (v4 && gid.raw[12] == 127) return if_nametoindex("lo");
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return 0;
+  unsigned index = 0;
+  for (ifaddrs* i = list; i && !index; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    if (v4 && i->ifa_addr->sa_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+      if (std::memcmp(&in->sin_addr, gid.raw + 12, 4) == 0) index = if_nametoindex(i->ifa_name);
+    } else if (!v4 && i->ifa_addr->sa_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+      if (std::memcmp(&in6->sin6_addr, gid.raw, 16) == 0) index = if_nametoindex(i->ifa_name);
+    }
+  }
+  freeifaddrs(list);
+  return index;
+}
+
+// rdma-core reports the GID's netdev as ndev_ifindex (the kernel's GID attribute, or
+// if_nametoindex of gid_attrs/ndevs): the interface that holds the device's address.
+TEST_F(Device, query_gid_ex__ndev_ifindex_is_the_interface_of_the_address) {
+  ibv_gid gid{};
+  ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &gid), 0);
+  const unsigned want = interface_of(gid);
+  ASSERT_NE(want, 0u) << "no interface holds the device's address";
+  ibv_gid_entry e{};
+  ASSERT_EQ(ibv_query_gid_ex(ctx_, 1, 0, &e, 0), 0);
+  EXPECT_EQ(e.ndev_ifindex, want);
+  ibv_gid_entry table[2]{};
+  ASSERT_EQ(ibv_query_gid_table(ctx_, table, 2, 0), 1);
+  EXPECT_EQ(table[0].ndev_ifindex, want);
 }
 
 TEST_F(Device, query_gid__rocev2_gid_of_the_device) {

@@ -41,7 +41,10 @@ Errno Device::reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t 
   // Implicit ODP: (NULL, SIZE_MAX) covers the whole address space with iova = va.
   const bool implicit = (access & kOnDemand) && addr == nullptr && length == SIZE_MAX;
   if (implicit && iova != 0) return EINVAL;
-  if (!implicit && (length == 0 || addr == nullptr)) return EINVAL;
+  // An empty region covers no byte (only a zero-length access finds it); it may be
+  // registered zero-based, as the kernel allows for device memory (ibv_reg_dm_mr).
+  const bool empty_ok = length != 0 || (access & kZeroBased);
+  if (!implicit && (!empty_ok || addr == nullptr)) return EINVAL;
   if (length > impl_->core.config.limits.max_mr_size) return EINVAL;
   if (iova + length < iova) return EINVAL;
   // Remote write or atomic access requires local write access (IBA 11.2.8.1).

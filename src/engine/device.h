@@ -88,7 +88,8 @@ class Device {
 
   // Registers [addr, addr+length) of this process; remote and local accesses use iova as
   // the start address (iova == addr for ibv_reg_mr). lkey and rkey carry a generation tag,
-  // so a key of a deregistered MR never matches a later one.
+  // so a key of a deregistered MR never matches a later one. length may be 0 for a
+  // zero-based region (kZeroBased: an empty one, as the kernel allows for device memory).
   Errno reg_mr(Pd* pd, void* addr, size_t length, uint64_t iova, uint32_t access, MrInfo& out);
   Errno dereg_mr(Mr* mr);
   // ibv_advise_mr on ODP regions (odp.h): prefetch faults the pages in.

@@ -186,6 +186,15 @@ TEST_F(Dev, reg_mr__remote_write_requires_local_write) {
   EXPECT_EQ(n.dev->reg_mr(n.pd, mem.data(), 0, 0, kRemoteRead, mr), EINVAL);
 }
 
+// An empty region registers zero-based only (device memory, ibv_reg_dm_mr); it covers no byte.
+TEST_F(Dev, reg_mr__empty_region_only_zero_based) {
+  std::vector<uint8_t> mem(64);
+  MrInfo mr;
+  EXPECT_EQ(n.dev->reg_mr(n.pd, mem.data(), 0, 0, kLocalWrite, mr), EINVAL);
+  ASSERT_EQ(n.dev->reg_mr(n.pd, mem.data(), 0, 0, kLocalWrite | kZeroBased, mr), 0);
+  EXPECT_EQ(n.dev->dereg_mr(mr.mr), 0);
+}
+
 TEST_F(Dev, cq__overflow_is_counted_and_raises_cq_error) {
   uint32_t depth = 1;
   Cq* small = n.dev->create_cq(depth, reinterpret_cast<void*>(0x55));

@@ -1,9 +1,11 @@
-// mount_sysfs_view: the attribute files, each the value vrnic's ibv_query_* return (abi/query.cc).
+// mount_sysfs_view: the attribute files, each the value vrnic's ibv_query_* return (abi/query.cc),
+// and the device's network interface.
 #include "tools/sysfs_view.h"
 
 #include <infiniband/verbs.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -17,8 +19,6 @@
 namespace vrnic::tools {
 namespace {
 
-using Files = std::vector<std::pair<std::string, std::string>>;  // relative path, contents
-
 // The kernel prints GIDs as eight groups of four hex digits ("%pI6"), GUIDs as four.
 std::string groups_of_four(const uint8_t* bytes, int n) {
   std::string out;
@@ -30,21 +30,23 @@ std::string groups_of_four(const uint8_t* bytes, int n) {
   return out;
 }
 
-Files device_files(const transport::IpAddress& address) {
+}  // namespace
+
+std::vector<ViewEntry> device_entries(const transport::IpAddress& address,
+                                      const std::string& ifname) {
   const auto gid = address.gid();
   const uint64_t guid = live::guid_from_gid(gid.data());  // network order
   const std::string guid_text = groups_of_four(reinterpret_cast<const uint8_t*>(&guid), 8);
-  std::string ndev = live::interface_name(address);
-  Files f = {{"node_guid", guid_text}, {"sys_image_guid", guid_text}};
+  std::vector<ViewEntry> f = {{"node_guid", guid_text}, {"sys_image_guid", guid_text}};
   for (const char* name : {"board_id", "node_desc", "fw_ver", "hw_rev", "hca_type", "node_type",
                            "ports/1/link_layer"}) {
     std::string value;
     live::fixed_sysfs_attr(name, value);
-    f.emplace_back(name, value);
+    f.push_back({name, value});
   }
   char cap[16];
   std::snprintf(cap, sizeof cap, "0x%08x", unsigned(IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS));
-  const Files port = {
+  const std::vector<ViewEntry> port = {
       {"ports/1/state", "4: ACTIVE"},       // IBV_PORT_ACTIVE
       {"ports/1/phys_state", "5: LinkUp"},  // phys_state 5
       {"ports/1/rate", "100 Gb/sec (4X EDR)"},  // active_width 4X, active_speed EDR
@@ -54,22 +56,37 @@ Files device_files(const transport::IpAddress& address) {
       {"ports/1/sm_sl", "0"},
       {"ports/1/cap_mask", cap},
       {"ports/1/pkeys/0", "0xffff"},  // the default partition, full membership
-      // One RoCEv2 GID, the address, on the interface that holds it (gid_tbl_len 1).
+      // One RoCEv2 GID, the address (gid_tbl_len 1).
       {"ports/1/gids/0", groups_of_four(gid.data(), 16)},
       {"ports/1/gid_attrs/types/0", "RoCE v2"},
-      {"ports/1/gid_attrs/ndevs/0", ndev},
       {"device/numa_node", "-1"},  // no PCI function: no NUMA node of its own
   };
   f.insert(f.end(), port.begin(), port.end());
+  if (!ifname.empty()) {
+    // The interface that holds the address: the GID's netdev, and the device's network
+    // interface, where rdma-core's tests and ibdev2netdev look (the netdev's directory).
+    f.push_back({"ports/1/gid_attrs/ndevs/0", ifname});
+    f.push_back({"device/net/" + ifname, "/sys/class/net/" + ifname, true});
+  }
   return f;
 }
 
-bool write_tree(const std::string& root, const Files& files, std::string& why) {
-  for (const auto& [rel, value] : files) {
+namespace {
+
+bool write_tree(const std::string& root, const std::vector<ViewEntry>& entries,
+                std::string& why) {
+  for (const auto& [rel, value, link] : entries) {
     const std::string path = root + "/" + rel;
     for (size_t slash = root.size(); (slash = path.find('/', slash)) != std::string::npos;
          ++slash)
       mkdir(path.substr(0, slash).c_str(), 0755);  // EEXIST is fine; a real failure shows below
+    if (link) {
+      if (symlink(value.c_str(), path.c_str()) != 0) {
+        why = "linking " + path + ": " + std::strerror(errno);
+        return false;
+      }
+      continue;
+    }
     FILE* out = std::fopen(path.c_str(), "we");
     if (!out || std::fprintf(out, "%s\n", value.c_str()) < 0 || std::fclose(out) != 0) {
       why = "writing " + path + ": " + std::strerror(errno);
@@ -92,8 +109,10 @@ bool build(PrivateMounts& m, const transport::IpAddress& address, std::string& w
   }
   const std::string dev =
       std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev));
-  const Files uverbs = {{"ibdev", live::kDeviceName}, {"dev", dev}, {"abi_version", "1"}};
-  return write_tree(live::kIbdevPath, device_files(address), why) &&
+  const std::vector<ViewEntry> uverbs = {
+      {"ibdev", live::kDeviceName}, {"dev", dev}, {"abi_version", "1"}};
+  return write_tree(live::kIbdevPath, device_entries(address, live::interface_name(address)),
+                    why) &&
          write_tree(live::kUverbsPath, uverbs, why) &&
          write_tree("/sys/class/infiniband_verbs", {{"abi_version", "6"}}, why);
 }

@@ -2,7 +2,8 @@
 """Checks `vrnic run`'s sysfs view against what vrnic's libibverbs reports (`ibv_devinfo -v`
 in the same namespace): every attribute file, the uverbs class entry, and that
 /dev/infiniband/uverbs_vrnic0 is a character device. Then that --no-sysfs and VRNIC_SYSFS=0
-leave /dev and /sys/class untouched.  Usage: sysfs_view_test.py VRNIC"""
+leave /dev and /sys/class untouched.  Usage: sysfs_view_test.py VRNIC [USER]
+With USER, run as root, vrnic and the programs run as that plain user (`runuser`)."""
 import ipaddress
 import os
 import re
@@ -11,8 +12,10 @@ import subprocess
 import sys
 
 VRNIC = sys.argv[1]
+AS_USER = ["runuser", "-u", sys.argv[2], "--"] if len(sys.argv) > 2 and os.geteuid() == 0 else []
 # ibv_devinfo, the shell's child, takes the address vrnic run found free: the one the view shows.
 SCRIPT = r'''
+echo "uid $(id -u)"
 ibv_devinfo -v || exit 1
 echo @@@
 stat -c 'node %F %t:%T' /dev/infiniband/uverbs_vrnic0
@@ -44,11 +47,12 @@ def main():
         print("SKIP: no ibv_devinfo (ibverbs-utils) to compare the view with")
         return 77
     env = {k: v for k, v in os.environ.items() if k not in ("VRNIC_IP", "VRNIC_SYSFS")}
-    p = subprocess.run([VRNIC, "run", "--", "sh", "-c", SCRIPT], env=env, capture_output=True,
+    p = subprocess.run([*AS_USER, VRNIC, "run", "--", "sh", "-c", SCRIPT], env=env, capture_output=True,
                        text=True, timeout=60)
     out = p.stdout
     check(p.returncode == 0, f"exit status {p.returncode}: {p.stderr}")
     dev, _, view = out.partition("@@@\n")
+    check(not AS_USER or not re.search(r"^uid 0$", dev, re.M), "ran as root, not the user")
     files = dict(line.split("=", 1) for line in view.splitlines() if "=" in line)
     node = re.search(r"^node (.*) (\w+):(\w+)$", view, re.M)
     check(node and node.group(1) == "character special file", "uverbs node is no char device")
@@ -93,7 +97,7 @@ def main():
               "uverbs dev")
     for how in (["run", "--no-sysfs"], ["run"]):
         e = dict(env, VRNIC_SYSFS="0") if how == ["run"] else env
-        q = subprocess.run([VRNIC, *how, "--", "sh", "-c",
+        q = subprocess.run([*AS_USER, VRNIC, *how, "--", "sh", "-c",
                             "ls /dev/infiniband /sys/class/infiniband"],
                            env=e, capture_output=True, text=True, timeout=30)
         check(q.returncode != 0 and q.stdout == "" and "vrnic run" not in q.stderr,

@@ -238,12 +238,20 @@ def main():
 def run_case(name, mtu, tools, body):
     """Runs body(veth, tmp) on a fresh VethPair; prints the problems it returns. Exit status:
     0 pass, 1 fail, 77 skipped (a tool missing, not root, no namespaces)."""
-    try:
+    def go():
         for tool in tools:
             if subprocess.run(["which", tool], capture_output=True).returncode:
                 raise Skipped(f"'{tool}' is not installed")
         with VethPair(mtu) as veth, tempfile.TemporaryDirectory() as tmp:
-            problems = body(veth, tmp)
+            return body(veth, tmp)
+    return report(name, go)
+
+
+def report(name, go):
+    """Runs go(), which returns a list of problems or raises Skipped; prints the outcome.
+    Exit status: 0 pass, 1 fail, 77 skipped."""
+    try:
+        problems = go()
     except Skipped as e:
         print(f"SKIPPED: {e}")
         return 77

@@ -41,6 +41,12 @@ std::string IpAddress::to_string() const {
 
 std::array<uint8_t, 16> IpAddress::gid() const { return wire::gid_of_ip(bytes, ipv6); }
 
+IpAddress IpAddress::from_gid(const std::array<uint8_t, 16>& gid) {
+  IpAddress a;
+  a.bytes = wire::ip_of_gid(gid, a.ipv6);
+  return a;
+}
+
 socklen_t IpAddress::to_sockaddr(uint16_t port, sockaddr_storage& out) const {
   std::memset(&out, 0, sizeof out);
   if (ipv6) {

@@ -20,6 +20,9 @@ struct IpAddress {
   std::string to_string() const;
   // The RoCEv2 GID of this address: ::ffff:a.b.c.d for IPv4, the address itself for IPv6.
   std::array<uint8_t, 16> gid() const;
+  // Inverse of gid(): an IPv4-mapped GID gives the IPv4 address (the interface of a device's
+  // GID, abi/query.cc).
+  static IpAddress from_gid(const std::array<uint8_t, 16>& gid);
 
   // Fills a sockaddr_in / sockaddr_in6 for this address and port; returns its length.
   socklen_t to_sockaddr(uint16_t port, sockaddr_storage& out) const;

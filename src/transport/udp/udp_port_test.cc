@@ -615,24 +615,6 @@ TEST(PcapWriter, expand_pid__replaces_percent_p) {
   EXPECT_EQ(expand_pid("/tmp/plain.pcap"), "/tmp/plain.pcap");
 }
 
-TEST(IpAddress, parse__v4_v6_and_mapped) {
-  IpAddress a;
-  ASSERT_TRUE(IpAddress::parse("127.0.0.5", a));
-  EXPECT_FALSE(a.ipv6);
-  EXPECT_EQ(a.to_string(), "127.0.0.5");
-  auto g = a.gid();
-  EXPECT_EQ(g[10], 0xff);
-  EXPECT_EQ(g[11], 0xff);
-  EXPECT_EQ(g[15], 5);
-  ASSERT_TRUE(IpAddress::parse("::ffff:10.1.2.3", a));
-  EXPECT_FALSE(a.ipv6);
-  EXPECT_EQ(a.to_string(), "10.1.2.3");
-  ASSERT_TRUE(IpAddress::parse("fd00::1", a));
-  EXPECT_TRUE(a.ipv6);
-  EXPECT_EQ(a.gid(), a.bytes);
-  EXPECT_FALSE(IpAddress::parse("not-an-address", a));
-}
-
 }  // namespace
 }  // namespace vrnic::transport
 
