@@ -243,7 +243,7 @@ class StreamPeer {
   // An RDMA WRITE (WITH IMMEDIATE if `imm`) of `bytes` from the send buffer; waits for it.
   bool write(uint64_t addr, uint32_t rkey, const std::vector<uint8_t>& bytes,
              std::optional<uint32_t> imm) {
-    std::memcpy(mem_->send, bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(mem_->send, bytes.data(), bytes.size());
     ibv_sge sge{uintptr_t(mem_->send), uint32_t(bytes.size()), mem_->send_mr->lkey};
     ibv_send_wr wr{}, *bad = nullptr;
     wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
