@@ -107,8 +107,11 @@ def case_cm_nft(r, name, spec, port, timeout):
     print("kernel (both namespaces): " + " ".join(f"{k}={v}" for k, v in kernel.items()))
     shown = " ".join(f"{k}={v}" for k, v in sorted(total.items()) if k.startswith("cm_"))
     print(f"counters (both sides, all runs): {shown}")
-    problems += [f"kernel: no CM MAD hit the nft {k} rule" for k in ("loss", "dup")
-                 if kernel.get(f"nft_{k}", 0) == 0]
+    # The loss rule must have been in effect. The dup rule's 5 % of the fifty-odd MADs that
+    # pass the loss rule in ten runs leaves it unhit in about one run of fourteen, so its
+    # count is shown, not required.
+    if kernel.get("nft_loss", 0) == 0:
+        problems.append("kernel: no CM MAD hit the nft loss rule")
     if total.get("cm_retries", 0) == 0:
         problems.append("no CM MAD was resent")
     if total.get("cm_duplicates", 0) == 0:
