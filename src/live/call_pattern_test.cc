@@ -55,9 +55,29 @@ TEST(CallPattern, hold_runs_out_unanswered__holding_stops_until_answered_again) 
   exchange(p, 1000, 100);
   p.on_receive_made_packets(5000);
   p.on_hold_expired();
+  p.on_post_send(5000 + kHold);  // a post too late to be the answer
   EXPECT_FALSE(p.hold_receives());
   exchange(p, 100000, 100);  // answered again: holding resumes
   EXPECT_TRUE(p.hold_receives());
+}
+
+TEST(CallPattern, second_receive_before_the_answer__holds_nothing_until_answered) {
+  CallPattern p(kHold, kDefer);
+  exchange(p, 1000, 100);
+  ASSERT_TRUE(p.hold_receives());
+  p.on_receive_made_packets(5000);  // its ACKs held, no answer yet
+  EXPECT_FALSE(p.hold_receives());
+  p.on_post_send(5100);  // the answer
+  EXPECT_TRUE(p.hold_receives());
+}
+
+TEST(CallPattern, hold_bound__follows_the_answers_between_the_floor_and_hold_ns) {
+  CallPattern p(400'000, kDefer);
+  EXPECT_EQ(p.hold_bound(), 400'000u);  // nothing known: hold_ns
+  for (uint64_t t = 1'000'000; t < 100'000'000; t += 1'000'000) exchange(p, t, 1000);
+  EXPECT_EQ(p.hold_bound(), CallPattern::kMinHoldNs);
+  for (uint64_t t = 100'000'000; t < 200'000'000; t += 1'000'000) exchange(p, t, 50'000);
+  EXPECT_NEAR(static_cast<double>(p.hold_bound()), 200'000.0, 1000.0);
 }
 
 TEST(CallPattern, zero_hold__never_holds) {

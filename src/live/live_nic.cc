@@ -71,9 +71,8 @@ void LiveNic::end_deferral() {
 void LiveNic::kick() { impl_->kick(); }
 
 uint64_t LiveNic::syscall_mark() const {
-  const transport::UdpPortStats s = impl_->port->stats();
   const engine::Counters& c = device_->counters();
-  return s.tx_packets + s.rx_packets + c.direct_writes + c.direct_reads + c.direct_fallbacks;
+  return impl_->port->packets_moved() + c.direct_writes + c.direct_reads + c.direct_fallbacks;
 }
 
 uint64_t LiveNic::before_call_locked(bool post_send, uint64_t now) {

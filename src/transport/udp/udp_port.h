@@ -95,6 +95,13 @@ class UdpPort final : public engine::PacketPort {
   // Sent counts, and received ones summed over the queues (each read whole, not as one
   // snapshot while other threads receive).
   UdpPortStats stats() const;
+  // tx_packets + rx_packets of stats(), read on every verb (the live layer's mark of whether
+  // a call moved packets): no copy of the whole record.
+  uint64_t packets_moved() const {
+    uint64_t n = tx_stats_.tx_packets;
+    for (const RxQueue& q : rxq_) n += q.rx_packets.load(std::memory_order_relaxed);
+    return n;
+  }
 
   void send(std::span<const engine::WirePacket> batch) override;
   // 0xC000 | 14 bits chosen by a hash of the QPN, then the pool socket actually bound for
