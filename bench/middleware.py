@@ -9,7 +9,8 @@ Prints a table with ratios and writes bench/out/middleware.json.
   bench/middleware.py [--bin build/release/bin] [--out bench/out] [--runs N] [--veth]
 
 --veth adds the UCX rows between two network namespaces joined by a veth (MTU 1500 and
-9000): vrnic's rc_verbs against UCX's TCP across the same link.
+9000): vrnic's rc_verbs against UCX's TCP across the same link; and the Open MPI ping-pong
+with one rank in each namespace (tests/veth/mpi_veth.py), UCX on vrnic against ob1 + tcp.
 """
 import argparse
 import json
@@ -18,6 +19,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import pair, vrnic_perftest  # noqa: E402
@@ -152,11 +154,14 @@ def main():
         rows += mpi_rows(bindir, a.runs)
     if a.veth:
         sys.path.insert(0, os.path.join(here, "../tests/veth"))
+        import mpi_veth
         import veth_wire
         for mtu in (1500, 9000):
             try:
-                with veth_wire.VethPair(mtu) as v:
+                with veth_wire.VethPair(mtu) as v, tempfile.TemporaryDirectory() as tmp:
                     rows += ucx_rows(bindir, a.runs, v)
+                    if not a.no_mpi:
+                        rows += mpi_veth.mpi_rows(bindir, v, tmp, a.runs)
             except veth_wire.Skipped as e:
                 print(f"veth MTU {mtu}: skipped ({e})")
     fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
