@@ -83,9 +83,10 @@ def ucx_rows(bindir, runs, veth=None):
     return rows
 
 
-def mpi(bindir, over):
-    """mpi_check --pingpong with 2 ranks: {size: (half round trip us, MB/s)}."""
-    out = mpirun(bindir, over, 2, "--pingpong")
+def mpi(bindir, over, ranks=2):
+    """mpi_check --pingpong (ranks in pairs, each pair bouncing; 4 ranks oversubscribe a 2-core
+    machine): {size: (half round trip us of ranks 0 and 1, MB/s)}."""
+    out = mpirun(bindir, over, ranks, "--pingpong")
     return {int(s): (float(lat), float(bw)) for s, lat, bw in PINGPONG.findall(out)}
 
 
@@ -122,6 +123,10 @@ def mpi_rows(bindir, runs):
     for size, idx, metric in ((8, 0, "lat_us"), (1048576, 1, "bw_MBps")):
         v, t = ([r[o].get(size, (None, None))[idx] for r in pp] for o in (0, 1))
         rows.append((f"MPI ping-pong {size} B", metric, v, t))
+    pp4 = [(mpi(bindir, "vrnic", 4), mpi(bindir, "tcp", 4)) for _ in range(runs)]
+    for size, idx, metric in ((8, 0, "lat_us"), (1048576, 1, "bw_MBps")):
+        v, t = ([r[o].get(size, (None, None))[idx] for r in pp4] for o in (0, 1))
+        rows.append((f"MPI ping-pong {size} B, 4 ranks in 2 pairs", metric, v, t))
     for ranks in (2, 4):
         cs = [(collectives(bindir, "vrnic", ranks), collectives(bindir, "tcp", ranks))
               for _ in range(runs)]
@@ -188,11 +193,12 @@ def main():
         print(f"| {row} / {tool} {size} B | {fmt(mw)} | {fmt(own)} | {fmt(ratio)} | >= {goal} |")
         out.append({"figure": f"{row} / {tool} {size} B", "metric": "ratio", "vrnic": mw,
                     "own": own, "ratio": ratio})
-    for row in ("UCX am_lat 8 B", "UCX tag_lat 8 B", "MPI ping-pong 8 B"):
+    for row, goal in (("UCX am_lat 8 B", 1.0), ("UCX tag_lat 8 B", 1.0),
+                      ("MPI ping-pong 8 B", 1.0), ("MPI ping-pong 8 B, 4 ranks in 2 pairs", 1.5)):
         r = next((r for r in out if r["figure"] == row), None)
         if r:
-            met = "met" if r["ratio"] and r["ratio"] <= 1 else "missed"
-            print(f"target {row} vrnic / TCP <= 1.0: {fmt(r['ratio'])} ({met})")
+            met = "met" if r["ratio"] and r["ratio"] <= goal else "missed"
+            print(f"target {row} vrnic / TCP <= {goal}: {fmt(r['ratio'])} ({met})")
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "middleware.json"), "w") as f:
         json.dump(out, f, indent=1)

@@ -98,18 +98,21 @@ void one_sided() {
   MPI_Win_free(&win);
 }
 
-// Ranks 0 and 1 bounce messages; rank 0 prints the half round trip and the bandwidth.
+// Ranks bounce messages in pairs (0 with 1, 2 with 3, ...; an odd last rank waits); rank 0
+// prints its pair's half round trip and bandwidth.
 void pingpong(size_t len, int iters) {
   std::vector<char> buf(len, 'x');
+  const int peer = g_rank ^ 1;
+  const bool paired = peer < g_size;
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
-  for (int i = 0; i < iters && g_rank < 2; ++i) {
-    if (g_rank == 0) {
-      MPI_Send(buf.data(), int(len), MPI_BYTE, 1, 1, MPI_COMM_WORLD);
-      MPI_Recv(buf.data(), int(len), MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  for (int i = 0; i < iters && paired; ++i) {
+    if (g_rank % 2 == 0) {
+      MPI_Send(buf.data(), int(len), MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), int(len), MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
-      MPI_Recv(buf.data(), int(len), MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buf.data(), int(len), MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+      MPI_Recv(buf.data(), int(len), MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), int(len), MPI_BYTE, peer, 1, MPI_COMM_WORLD);
     }
   }
   double half = (MPI_Wtime() - t0) / iters / 2;
