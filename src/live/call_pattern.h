@@ -8,15 +8,11 @@
 //    recvmmsg: one system call each way and no thread hand-off. The engine holds the ACKs
 //    (Device::receive with hold_acks_ns) while the last receive that made packets was
 //    answered by a post within hold_ns; a hold that runs out unanswered stops holding until
-//    a post answers a receive again. Two refinements keep a program that does not answer
-//    message by message from waiting on its peer's held ACKs (UCX's rendezvous: an RTS, a
-//    READ, an ATS, each answered at once or much later, in a pipeline):
-//    - One message per answer. A receive that comes while an earlier one still waits for
-//      its answer holds nothing: its ACKs leave at once, and those held with them.
-//    - The bound follows the answers. An ACK waits kHoldPerAnswer times the program's
-//      recent answer time (a moving average, starting at hold_ns / kHoldPerAnswer), at
-//      least kMinHoldNs and at most hold_ns: an answer that has not come by then is not
-//      coming soon, and the peer should not wait for it.
+//    a post answers a receive again. One message per answer: a receive that comes while an
+//    earlier one still waits for its answer holds nothing, and its ACKs leave at once with
+//    those held before: a program that takes a second message before it answers the first
+//    (a stream, or a pipeline of requests as in UCX's rendezvous) is not answering message
+//    by message, and its peer's completions must not wait on it.
 // 2. Coming back. After a poll that returned completions the program may leave the CQ for a
 //    while (ib_write_lat spins on memory): the progress thread must then watch the socket.
 //    If the program came back (posted or polled) within defer_ns the last time, it is
@@ -32,7 +28,6 @@
 // Times are the caller's monotonic ns; no clock, no lock (the device lock guards it).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 namespace vrnic::live {
@@ -42,26 +37,15 @@ class CallPattern {
   CallPattern(uint64_t hold_ns, uint64_t defer_ns) : hold_ns_(hold_ns), defer_ns_(defer_ns) {}
 
   // -- replies ------------------------------------------------------------------------------
-  static constexpr uint64_t kHoldPerAnswer = 4;
-  static constexpr uint64_t kMinHoldNs = 20'000;
   // A receive is about to run: should the ACKs it makes be held for the program's answer?
   // Not while an earlier receive waits for its answer (one message per answer).
   bool hold_receives() const { return hold_ns_ != 0 && replies_ && made_ns_ == 0; }
-  // How long they may wait (Device::receive's hold_acks_ns).
-  uint64_t hold_bound() const {
-    return std::clamp(kHoldPerAnswer * answer_ns_, std::min(kMinHoldNs, hold_ns_), hold_ns_);
-  }
   // A receive at `now` made packets (sent or held).
   void on_receive_made_packets(uint64_t now) { made_ns_ = now; }
   // The program posts sends at `now` (held ACKs leave with them): it answered if a receive
-  // made packets less than hold_ns before, and its answer time joins the average.
+  // made packets less than hold_ns before.
   void on_post_send(uint64_t now) {
-    if (made_ns_ != 0 && now - made_ns_ < hold_ns_) {
-      replies_ = true;
-      const auto avg = static_cast<int64_t>(answer_ns_);
-      answer_ns_ = static_cast<uint64_t>(avg + (static_cast<int64_t>(now - made_ns_) - avg) /
-                                                   kAnswerWeight);
-    }
+    if (made_ns_ != 0 && now - made_ns_ < hold_ns_) replies_ = true;
     made_ns_ = 0;
   }
   // Held ACKs ran out unanswered: the prediction ends until a post answers a receive again.
@@ -96,8 +80,6 @@ class CallPattern {
   uint64_t defer_ns_;
   bool replies_ = false;
   uint64_t made_ns_ = 0;      // the last receive that made packets (0: answered or none)
-  static constexpr int64_t kAnswerWeight = 8;  // the average's weight of one answer: 1/8
-  uint64_t answer_ns_ = hold_ns_ / kHoldPerAnswer;  // the recent answer time
   static constexpr int kLateReturnsToLeave = 2;
   bool comes_back_ = false;
   int late_returns_ = 0;  // returns later than defer_ns after completions, in a row

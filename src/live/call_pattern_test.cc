@@ -71,15 +71,6 @@ TEST(CallPattern, second_receive_before_the_answer__holds_nothing_until_answered
   EXPECT_TRUE(p.hold_receives());
 }
 
-TEST(CallPattern, hold_bound__follows_the_answers_between_the_floor_and_hold_ns) {
-  CallPattern p(400'000, kDefer);
-  EXPECT_EQ(p.hold_bound(), 400'000u);  // nothing known: hold_ns
-  for (uint64_t t = 1'000'000; t < 100'000'000; t += 1'000'000) exchange(p, t, 1000);
-  EXPECT_EQ(p.hold_bound(), CallPattern::kMinHoldNs);
-  for (uint64_t t = 100'000'000; t < 200'000'000; t += 1'000'000) exchange(p, t, 50'000);
-  EXPECT_NEAR(static_cast<double>(p.hold_bound()), 200'000.0, 1000.0);
-}
-
 TEST(CallPattern, zero_hold__never_holds) {
   CallPattern p(0, kDefer);
   exchange(p, 1000, 0);

@@ -13,9 +13,9 @@
 //    completions), the deferral is at least kQuietDeferNs.
 //  - Spin. After it received packets the thread looks again without sleeping for spin_ns,
 //    unless the program is a poller expected back (CallPattern, "coming back").
-//  - ACK hold. ACKs a receive makes wait for the program's answer while the program answers
-//    what it receives, one message per answer (CallPattern, "replies"); the engine holds
-//    them, for four times the program's recent answer time, within [20 us, ack_hold_ns].
+//  - ACK hold. ACKs a receive makes wait for the program's answer, at most ack_hold_ns, while
+//    the program answers what it receives, one message per answer (CallPattern, "replies");
+//    the engine holds them.
 //  - Coming back. After a poll that returned completions the thread is kicked back to the
 //    socket, unless the program came straight back the last times (CallPattern).
 //  - Cork. A post while the program busy-polls (an empty poll less than defer_ns ago), or a
@@ -93,7 +93,7 @@ class Scheduler {
   // hold_acks_ns for Device::receive: the ACK hold while the program answers (0: none).
   // Only a program's own poll, and the progress thread, hold; queue threads never do.
   uint64_t ack_hold_for_receive() const {
-    return pattern_.hold_receives() ? pattern_.hold_bound() : 0;
+    return pattern_.hold_receives() ? t_.ack_hold_ns : 0;
   }
   // A receive at `now` made packets (sent, or ACKs held).
   void on_receive_made_packets(uint64_t now) { pattern_.on_receive_made_packets(now); }
