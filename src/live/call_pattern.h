@@ -8,11 +8,7 @@
 //    recvmmsg: one system call each way and no thread hand-off. The engine holds the ACKs
 //    (Device::receive with hold_acks_ns) while the last receive that made packets was
 //    answered by a post within hold_ns; a hold that runs out unanswered stops holding until
-//    a post answers a receive again. One message per answer: a receive that comes while an
-//    earlier one still waits for its answer holds nothing, and its ACKs leave at once with
-//    those held before: a program that takes a second message before it answers the first
-//    (a stream, or a pipeline of requests as in UCX's rendezvous) is not answering message
-//    by message, and its peer's completions must not wait on it.
+//    a post answers a receive again.
 // 2. Coming back. After a poll that returned completions the program may leave the CQ for a
 //    while (ib_write_lat spins on memory): the progress thread must then watch the socket.
 //    If the program came back (posted or polled) within defer_ns the last time, it is
@@ -38,8 +34,7 @@ class CallPattern {
 
   // -- replies ------------------------------------------------------------------------------
   // A receive is about to run: should the ACKs it makes be held for the program's answer?
-  // Not while an earlier receive waits for its answer (one message per answer).
-  bool hold_receives() const { return hold_ns_ != 0 && replies_ && made_ns_ == 0; }
+  bool hold_receives() const { return hold_ns_ != 0 && replies_; }
   // A receive at `now` made packets (sent or held).
   void on_receive_made_packets(uint64_t now) { made_ns_ = now; }
   // The program posts sends at `now` (held ACKs leave with them): it answered if a receive

@@ -14,8 +14,7 @@
 //  - Spin. After it received packets the thread looks again without sleeping for spin_ns,
 //    unless the program is a poller expected back (CallPattern, "coming back").
 //  - ACK hold. ACKs a receive makes wait for the program's answer, at most ack_hold_ns, while
-//    the program answers what it receives, one message per answer (CallPattern, "replies");
-//    the engine holds them.
+//    the program answers what it receives (CallPattern, "replies"); the engine holds them.
 //  - Coming back. After a poll that returned completions the thread is kicked back to the
 //    socket, unless the program came straight back the last times (CallPattern).
 //  - Cork. A post while the program busy-polls (an empty poll less than defer_ns ago), or a
