@@ -16,7 +16,7 @@ its own (127.0.3.x):
           verified pings each; and ucmatose rounds of 4 RC connections: the RDMA CM's
           connect / disconnect over and over
   rsocket rstream -T v (64 KiB x 2000, every byte verified), a connection per round
-  mpi     `mpirun -np 4 vrnic run -- mpi_check --seconds 60` (Open MPI, UCX on vrnic's
+  mpi     `mpirun -np 4 vrnic run -- mpi_check --seconds 60`, rank r on 127.0.3.(40 + r) (Open MPI, UCX on vrnic's
           verbs: ring, allreduce, alltoall, put/get, every value checked)
 
 Fails (exit 1) on any round that does not end as it must, on growth over ten minutes or more
@@ -164,9 +164,13 @@ class Soak:
         root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
         while time.time() + 30 < self.end and not self.stop.is_set():
             secs = max(10, min(60, int(self.end - time.time()) - 20))
+            # Each rank on an address of its own, as the other loops (127.0.3.40 + rank):
+            # with no --ip, `vrnic run` takes the first free 127.0.0.x, which other programs
+            # on the host expect to find free.
+            rank_ip = f'exec "$0" run --ip {BASE}$((40 + OMPI_COMM_WORLD_RANK)) -- "$@"'
             argv = ["mpirun", *root, "-np", "4", "--oversubscribe", "--mca", "pml", "ucx",
                     "--mca", "osc", "ucx", "--mca", "btl", "self",
-                    "-x", "UCX_TLS=rc_verbs,ud_verbs,self", self.vrnic, "run", "--",
+                    "-x", "UCX_TLS=rc_verbs,ud_verbs,self", "sh", "-c", rank_ip, self.vrnic,
                     os.path.join(self.bin, "mpi_check"), "--seconds", str(secs)]
             try:
                 c = subprocess.run(argv, capture_output=True, text=True, env=self.env,
