@@ -18,12 +18,14 @@ uint32_t ipv4_of_packet(const Packet& p) {
 
 uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos, const NicRxParams& nic) {
   nodes_.push_back(Node{false, ipv4, {}, qos, nic, {}, {}, {}, {}});
+  qos_.clear();
   host_by_ipv4_[ipv4] = static_cast<uint32_t>(nodes_.size() - 1);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 uint32_t Network::add_switch(const SwitchParams& p) {
   nodes_.push_back(Node{true, 0, p, p.qos, {}, {}, {}, {}, {}});
+  qos_.clear();
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
@@ -41,6 +43,7 @@ uint32_t Network::connect(uint32_t a, uint32_t b, double rate_bps, uint64_t dela
   ports_[pa + 1].peer = pa;
   nodes_[a].ports.push_back(pa);
   nodes_[b].ports.push_back(pa + 1);
+  qos_.clear();
   return pa;
 }
 
@@ -124,6 +127,12 @@ std::vector<uint32_t> Network::path(uint32_t src, uint32_t dst) const {
 }
 
 const QosParams& Network::qos_of(uint32_t node) const {
+  if (qos_.empty()) qos_.resize(nodes_.size());
+  if (!qos_[node]) qos_[node] = &settings_of(node);
+  return *qos_[node];
+}
+
+const QosParams& Network::settings_of(uint32_t node) const {
   const Node& n = nodes_[node];
   if (n.is_switch) return n.sw.qos;
   // A NIC runs what DCBX agreed with the switch at the far end of its link.
@@ -134,24 +143,31 @@ const QosParams& Network::qos_of(uint32_t node) const {
 // A packet into a port's egress queue (a host's NIC classifies it by DSCP first). A stormed
 // queue whose watchdog action is drop, or a full buffer, drops it.
 void Network::enqueue(uint32_t port, Packet&& p) {
-  Port& out = ports_[port];
-  const Node& n = nodes_[out.node];
-  if (!n.is_switch) {
-    p.prio = qos_of(out.node).prio_of_tos(p.tos);
+  const uint32_t node = ports_[port].node;
+  if (!nodes_[node].is_switch) {
+    p.prio = qos_of(node).prio_of_tos(p.tos);
     const auto dst = host_by_ipv4_.find(ipv4_of_packet(p));
     p.dst_node = dst == host_by_ipv4_.end() ? kNone : dst->second;
   }
+  enqueue_held(port, hold(std::move(p)));
+}
+
+void Network::enqueue_held(uint32_t port, uint32_t frame) {
+  Port& out = ports_[port];
+  const Node& n = nodes_[out.node];
+  const Packet& p = pool_[frame];
   const bool storm_drop = out.stormed[p.prio] && n.is_switch && n.sw.watchdog.drop;
   const bool full = n.is_switch && !n.sw.mmu.enabled &&  // the MMU admits at ingress
                     out.queue_bytes + p.wire_bytes() > n.sw.buffer_bytes;
   if (storm_drop || full) {
     ++(storm_drop ? out.storm_drops : out.drops);
     release_ingress(n, p);  // the frame leaves the switch's buffer, and its ingress count
+    release(frame);
     return;
   }
   out.queue_bytes += p.wire_bytes();
   out.queue_max = std::max(out.queue_max, out.queue_bytes);
-  out.queue[p.prio].push_back(std::move(p));
+  out.queue[p.prio].push_back(frame);
   try_send(port);
 }
 
@@ -159,26 +175,27 @@ void Network::enqueue(uint32_t port, Packet&& p) {
 // not paused (a stormed queue with the forward action ignores its pause).
 void Network::try_send(uint32_t port) {
   Port& out = ports_[port];
-  if (out.busy) return;
+  if (out.busy || out.queue_bytes == 0) return;  // queue_bytes: every priority's frames
   const QosParams& qos = qos_of(out.node);
-  const int prio = pick_priority(qos, out.ets, [&out](int q) -> uint64_t {
+  const int prio = pick_priority(qos, out.ets, [this, &out](int q) -> uint64_t {
     if (out.queue[q].empty() || (out.paused[q] && !out.stormed[q])) return 0;
-    return out.queue[q].front().wire_bytes();
+    return pool_[out.queue[q].front()].wire_bytes();
   });
   if (prio < 0) return;
-  Packet p = std::move(out.queue[prio].front());
+  const uint32_t frame = out.queue[prio].front();
   out.queue[prio].pop_front();
+  Packet& p = pool_[frame];
   out.queue_bytes -= p.wire_bytes();
   const Node& n = nodes_[out.node];
   if (n.is_switch) leave_switch(out, n, p);
   if (!n.is_switch && tap_) tap_->data_frame(out.node, p);
   const uint64_t now = clock_.now_ns();
   if (now >= stats_from_) out.tc_bytes[qos.prio_to_tc[prio]] += p.wire_bytes();
-  const uint64_t ser = serialize_ns(p.wire_bytes(), out.rate_bps);
+  const uint64_t ser = out.serialize(p.wire_bytes());
   out.tx_bytes += p.wire_bytes();
   out.busy = true;
   ++out.tx_packets;
-  out.in_flight.push_back(std::move(p));
+  out.in_flight.push_back(frame);
   ev_.push(now + ser, EventKind::kTxDone, port);
   ev_.push(now + ser + out.delay_ns, EventKind::kArrive, port);
 }
@@ -254,38 +271,44 @@ void Network::handle(const Event& e) {
 
 void Network::on_arrive(uint32_t from_port) {
   Port& from = ports_[from_port];
-  Packet p = std::move(from.in_flight.front());
+  const uint32_t frame = from.in_flight.front();
   from.in_flight.pop_front();
   const uint32_t at = from.peer;
   const uint32_t node = ports_[at].node;
-  if (!nodes_[node].is_switch) return host_receive(at, std::move(p));
-  switch_receive(at, std::move(p));
+  if (!nodes_[node].is_switch) return host_receive(at, release(frame));
+  switch_receive(at, frame);
 }
 
 // A frame in at switch port `port`: counted against the ingress (PAUSE upstream past
 // XOFF), routed by destination IP, queued at the egress.
-void Network::switch_receive(uint32_t port, Packet&& p) {
+void Network::switch_receive(uint32_t port, uint32_t frame) {
   Node& sw = nodes_[ports_[port].node];
+  Packet& p = pool_[frame];
   if (dropped_by_rule(sw, p)) {
     ++ports_[port].drops;
+    release(frame);
     return;
   }
   if (p.dst_node >= sw.routes.size() || sw.routes[p.dst_node].empty()) {
     ++ports_[port].drops;  // no route: dropped and counted at the ingress
+    release(frame);
     return;
   }
   Port& in = ports_[port];
   p.ingress = port;
   p.prio = sw.sw.qos.prio_of_tos(p.tos);  // the switch trusts DSCP, through its own map
   if (sw.sw.mmu.enabled) {
-    if (!mmu_ingress(sw, port, p)) return;
+    if (!mmu_ingress(sw, port, p)) {
+      release(frame);
+      return;
+    }
   } else {
     in.ingress_bytes[p.prio] += p.wire_bytes();
     if (sw.sw.pfc && sw.sw.qos.pfc_on(p.prio) && !in.pause_sent[p.prio] &&
         in.ingress_bytes[p.prio] > sw.sw.xoff)
       send_pfc(port, p.prio, true);
   }
-  enqueue(ecmp_port(ports_[port].node, sw.routes[p.dst_node], p), std::move(p));
+  enqueue_held(ecmp_port(ports_[port].node, sw.routes[p.dst_node], p), frame);
 }
 
 uint64_t Network::drops() const {

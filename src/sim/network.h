@@ -114,19 +114,29 @@ struct SwitchParams {
   bool int_telemetry = false;  // stamp an INT record on each data packet that carries INT
 };
 
+// A port, the fields every frame touches first (cache lines in the order of use).
 struct Port {
   uint32_t node = kNone, peer = kNone;  // the owning node; the port at the link's far end
   double rate_bps = 0;
   uint64_t delay_ns = 0;
-  std::array<engine::Ring<Packet>, kPriorities> queue;
-  uint64_t queue_bytes = 0;           // all priorities
+  bool busy = false;
+  uint64_t queue_bytes = 0;  // all priorities
+  engine::Ring<uint32_t> in_flight;  // frames serialised or on the wire, oldest first
+  uint64_t tx_bytes = 0;  // wire bytes sent (INT's txBytes)
+  uint64_t tx_packets = 0;
+  // serialize_ns(wire_bytes, rate_bps), kept for the last size (most frames are one size).
+  uint64_t serialize(uint64_t wire_bytes) {
+    if (wire_bytes != ser_bytes_)
+      ser_bytes_ = wire_bytes, ser_ns_ = serialize_ns(wire_bytes, rate_bps);
+    return ser_ns_;
+  }
+  uint64_t ser_bytes_ = 0, ser_ns_ = 0;
+  std::array<engine::Ring<uint32_t>, kPriorities> queue;  // frames (Network's pool)
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
   std::array<uint64_t, kPriorities> pause_until{};  // when that PAUSE's quanta run out
   std::array<uint64_t, kPriorities> pause_gen{};  // counts pauses and resumes (watchdog)
   std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
   EtsState ets;
-  bool busy = false;
-  engine::Ring<Packet> in_flight;  // serialised or on the wire, oldest first
   // Ingress side (switch ports, and a NIC's receive buffer): bytes of the packets that came
   // in here, still buffered; whether an XOFF stands, and which one is being refreshed.
   std::array<uint64_t, kPriorities> ingress_bytes{};
@@ -138,8 +148,7 @@ struct Port {
   std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
   uint64_t mmu_headroom = 0;
   // Counters.
-  uint64_t tx_bytes = 0;  // wire bytes sent (INT's txBytes)
-  uint64_t tx_packets = 0, drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
+  uint64_t drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
   std::array<uint64_t, kPriorities> pauses_by_prio{};  // XOFF frames (refreshes too)
   std::array<uint64_t, kPriorities> resumes_by_prio{};  // XON frames
   std::array<uint64_t, kPriorities> pauses_expired{};  // honoured here, ran out without XON
@@ -202,6 +211,19 @@ class Network {
   }
   // kTxDone, kArrive, kPause, kPauseExpire, kPfcRefresh, kNicRx, kWatchdog, kRestore
   void handle(const Event& e);
+  // Starts loading what handle(e) will touch first (the port, the frame arriving), so that
+  // the memory of the next event is on its way while this one runs.
+  void prefetch(const Event& e) const {
+    if (e.kind != EventKind::kArrive && e.kind != EventKind::kTxDone) return;
+    const Port& p = ports_[e.a];
+    __builtin_prefetch(&p);
+    if (e.kind == EventKind::kArrive && !p.in_flight.empty()) {
+      const Packet* f = &pool_[p.in_flight.front()];
+      __builtin_prefetch(f);
+      __builtin_prefetch(reinterpret_cast<const char*>(f) + 64);
+      __builtin_prefetch(&ports_[p.peer]);
+    }
+  }
 
   uint32_t host_port(uint32_t node) const { return nodes_[node].ports.front(); }
   bool is_switch(uint32_t node) const { return nodes_[node].is_switch; }
@@ -231,10 +253,28 @@ class Network {
     std::vector<uint32_t> ports;
     std::vector<std::vector<uint32_t>> routes;  // by destination host node: ECMP ports
   };
+  const QosParams& settings_of(uint32_t node) const;  // qos_of, not kept
   void try_send(uint32_t port);
+  void enqueue_held(uint32_t port, uint32_t frame);
+  // The frames in the fabric's queues and links stay in one pool and move as indices; the
+  // slots of frames that have left are taken again, last freed first.
+  uint32_t hold(Packet&& p) {
+    if (free_frames_.empty()) {
+      pool_.push_back(std::move(p));
+      return static_cast<uint32_t>(pool_.size() - 1);
+    }
+    const uint32_t i = free_frames_.back();
+    free_frames_.pop_back();
+    pool_[i] = std::move(p);
+    return i;
+  }
+  Packet release(uint32_t frame) {
+    free_frames_.push_back(frame);
+    return std::move(pool_[frame]);
+  }
   uint32_t ecmp_port(uint32_t node, const std::vector<uint32_t>& ports, const Packet& p) const;
   void on_arrive(uint32_t from_port);
-  void switch_receive(uint32_t port, Packet&& p);
+  void switch_receive(uint32_t port, uint32_t frame);
   bool dropped_by_rule(Node& sw, const Packet& p);
   void setup_mmu();
   bool mmu_ingress(Node& sw, uint32_t port, const Packet& p);
@@ -262,6 +302,10 @@ class Network {
   std::vector<Node> nodes_;
   std::unordered_map<uint32_t, uint32_t> host_by_ipv4_;
   std::vector<Port> ports_;
+  std::vector<Packet> pool_;  // hold / release
+  std::vector<uint32_t> free_frames_;
+  // qos_of per node, found on first use (the nodes and links do not change once running).
+  mutable std::vector<const QosParams*> qos_;
   uint64_t stats_from_ = 0;
   std::vector<std::vector<uint8_t>> spare_;  // take_buffer / give_back
 };

@@ -147,7 +147,7 @@ void Network::drop_queue(uint32_t port, uint8_t prio) {
   Port& out = ports_[port];
   const Node& n = nodes_[out.node];
   while (!out.queue[prio].empty()) {
-    Packet p = std::move(out.queue[prio].front());
+    const Packet p = release(out.queue[prio].front());
     out.queue[prio].pop_front();
     out.queue_bytes -= p.wire_bytes();
     ++out.storm_drops;

@@ -204,6 +204,7 @@ Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) 
   if (sample_ns_ > 0) ev_.push(0, EventKind::kSample, 0);
   while (!ev_.empty() && finished_ < flows_.size() && ev_.top().time <= sc_.duration_ns) {
     const Event e = ev_.pop();
+    if (const Event* next = ev_.peek()) net_.prefetch(*next);
     clock_.advance_to(e.time);
     if (e.kind == EventKind::kSample) {
       sample_queues();
