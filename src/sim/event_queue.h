@@ -17,7 +17,8 @@ namespace vrnic::sim {
 // a small argument (a timer generation, a pause state).
 enum class EventKind : uint8_t {
   kTxDone,     // a port finished serialising its current frame: a = port
-  kArrive,     // the oldest frame on a link reaches its far end: a = port that sent it
+  kArrive,     // the oldest frame on a link reaches its far end: a = port that sent it,
+               // b = the frame (a hint: the link's own queue says which)
   kPause,      // a PFC frame reaches a port: a = port, b = priority, c = quanta (0: XON)
   kPauseExpire,  // the PAUSE honoured at port a, priority b may have run out
   kPfcRefresh,   // port a sends its XOFF for priority b again if it stands (c: which one)

@@ -75,6 +75,18 @@ void Network::compute_routes() {
         if (dist[ports_[ports_[q].peer].node] + 1 == dist[n]) hops.push_back(q);
     }
   }
+  for (Node& n : nodes_) flatten_routes(n);
+}
+
+// The routes as a frame looks them up: one array of ports, and where each destination's
+// begin (two loads from memory that stays warm, not a vector per destination).
+void Network::flatten_routes(Node& n) {
+  n.hop_at.assign(1, 0);
+  n.hops.clear();
+  for (const std::vector<uint32_t>& r : n.routes) {
+    n.hops.insert(n.hops.end(), r.begin(), r.end());
+    n.hop_at.push_back(static_cast<uint32_t>(n.hops.size()));
+  }
 }
 
 // The MMU's set-asides, once the links are in: a reserve per port and PFC priority, and each
@@ -98,7 +110,7 @@ void Network::setup_mmu() {
 
 // ECMP: the 5-tuple (addresses, UDP ports; the engine puts flow entropy in the source port)
 // and the switch (so that successive tiers do not pick alike) hashed with splitmix64's mix.
-uint32_t Network::ecmp_port(uint32_t node, const std::vector<uint32_t>& ports,
+uint32_t Network::ecmp_port(uint32_t node, std::span<const uint32_t> ports,
                             const Packet& p) const {
   if (ports.size() == 1) return ports.front();
   uint64_t z = uint64_t{ipv4_of_packet(p)} << 32 |
@@ -113,6 +125,7 @@ uint32_t Network::ecmp_port(uint32_t node, const std::vector<uint32_t>& ports,
 void Network::set_route(uint32_t node, uint32_t ipv4, uint32_t port) {
   nodes_[node].routes.resize(nodes_.size());
   nodes_[node].routes[host_by_ipv4_.at(ipv4)] = {port};
+  flatten_routes(nodes_[node]);
 }
 
 std::vector<uint32_t> Network::path(uint32_t src, uint32_t dst) const {
@@ -197,7 +210,7 @@ void Network::try_send(uint32_t port) {
   ++out.tx_packets;
   out.in_flight.push_back(frame);
   ev_.push(now + ser, EventKind::kTxDone, port);
-  ev_.push(now + ser + out.delay_ns, EventKind::kArrive, port);
+  ev_.push(now + ser + out.delay_ns, EventKind::kArrive, port, frame);
 }
 
 // A frame leaves a switch's egress queue: the queue it leaves behind is sampled, RED marks
@@ -289,7 +302,8 @@ void Network::switch_receive(uint32_t port, uint32_t frame) {
     release(frame);
     return;
   }
-  if (p.dst_node >= sw.routes.size() || sw.routes[p.dst_node].empty()) {
+  const uint32_t d = p.dst_node;
+  if (d >= sw.routes.size() || sw.hop_at[d] == sw.hop_at[d + 1]) {
     ++ports_[port].drops;  // no route: dropped and counted at the ingress
     release(frame);
     return;
@@ -308,7 +322,9 @@ void Network::switch_receive(uint32_t port, uint32_t frame) {
         in.ingress_bytes[p.prio] > sw.sw.xoff)
       send_pfc(port, p.prio, true);
   }
-  enqueue_held(ecmp_port(ports_[port].node, sw.routes[p.dst_node], p), frame);
+  const std::span<const uint32_t> hops(sw.hops.data() + sw.hop_at[d],
+                                       sw.hop_at[d + 1] - sw.hop_at[d]);
+  enqueue_held(ecmp_port(ports_[port].node, hops, p), frame);
 }
 
 uint64_t Network::drops() const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -214,15 +215,12 @@ class Network {
   // Starts loading what handle(e) will touch first (the port, the frame arriving), so that
   // the memory of the next event is on its way while this one runs.
   void prefetch(const Event& e) const {
-    if (e.kind != EventKind::kArrive && e.kind != EventKind::kTxDone) return;
-    const Port& p = ports_[e.a];
-    __builtin_prefetch(&p);
-    if (e.kind == EventKind::kArrive && !p.in_flight.empty()) {
-      const Packet* f = &pool_[p.in_flight.front()];
-      __builtin_prefetch(f);
-      __builtin_prefetch(reinterpret_cast<const char*>(f) + 64);
-      __builtin_prefetch(&ports_[p.peer]);
-    }
+    if (e.kind == EventKind::kTxDone) return __builtin_prefetch(&ports_[e.a]);
+    if (e.kind != EventKind::kArrive || e.b >= pool_.size()) return;
+    const char* f = reinterpret_cast<const char*>(&pool_[e.b]);
+    __builtin_prefetch(f);
+    __builtin_prefetch(f + 64);
+    __builtin_prefetch(&ports_[e.a ^ 1]);  // its peer: connect() makes ports in pairs
   }
 
   uint32_t host_port(uint32_t node) const { return nodes_[node].ports.front(); }
@@ -252,6 +250,7 @@ class Network {
     MmuSwitch mmu;
     std::vector<uint32_t> ports;
     std::vector<std::vector<uint32_t>> routes;  // by destination host node: ECMP ports
+    std::vector<uint32_t> hop_at, hops;  // routes flattened (flatten_routes)
   };
   const QosParams& settings_of(uint32_t node) const;  // qos_of, not kept
   void try_send(uint32_t port);
@@ -272,7 +271,8 @@ class Network {
     free_frames_.push_back(frame);
     return std::move(pool_[frame]);
   }
-  uint32_t ecmp_port(uint32_t node, const std::vector<uint32_t>& ports, const Packet& p) const;
+  void flatten_routes(Node& n);
+  uint32_t ecmp_port(uint32_t node, std::span<const uint32_t> ports, const Packet& p) const;
   void on_arrive(uint32_t from_port);
   void switch_receive(uint32_t port, uint32_t frame);
   bool dropped_by_rule(Node& sw, const Packet& p);
