@@ -55,6 +55,9 @@ struct DeviceConfig {
   // Another congestion control in DCQCN's place (rate_control.h): each connected QP gets a
   // controller from this factory, which outlives the device. Null (live mode): DCQCN.
   RateControlFactory* rate_control = nullptr;
+  // False: packets leave with a zero ICRC and arrive unchecked, for a fabric that corrupts
+  // nothing (the simulator's, whose captures fill the ICRC in themselves). Live: true.
+  bool icrc = true;
 };
 
 // The reaction point of one QP that has received a CNP (Device::qp_rates).

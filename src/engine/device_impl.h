@@ -17,7 +17,10 @@ namespace vrnic::engine {
 struct Device::Impl {
   Impl(const DeviceConfig& cfg, PacketPort& port, Clock& clock, HostMemory& host,
        EventSink& events)
-      : core(cfg, port, clock, host, events) {}
+      : core(cfg, port, clock, host, events) {
+    core.tx.set_icrc(cfg.icrc);
+    icrc_peers.set_checked(cfg.icrc);
+  }
 
   Core core;
   IcrcPeers icrc_peers;

@@ -21,6 +21,7 @@ class IcrcPeers {
   static constexpr uint16_t kGroupIds = 64;
 
   wire::IcrcVerdict verify(const WirePacket& pkt);
+  void set_checked(bool on) { checked_ = on; }  // false: every packet kOk (DeviceConfig::icrc)
   bool is_zero_id_sender(const wire::IpUdpInfo& ip) const;
 
  private:
@@ -36,6 +37,7 @@ class IcrcPeers {
     return static_cast<uint32_t>(ip.src[0]) << 24 | ip.src[1] << 16 | ip.src[2] << 8 | ip.src[3];
   }
   std::unordered_map<uint32_t, Sender, KeyHash> senders_;
+  bool checked_ = true;
 };
 
 }  // namespace vrnic::engine

@@ -56,7 +56,7 @@ size_t TxBatch::commit(PacketPort& port, Counters& c) {
   std::memset(buf + header_len_ + payload_len_, 0, pad);
   if (trailer_len_ != 0) auth_->seal(qpn_, {buf, body}, buf + body);  // authenticated mode
   body += trailer_len_;
-  uint32_t icrc = wire::compute_icrc(pkts_[used_].ip, {buf, body});
+  const uint32_t icrc = icrc_ ? wire::compute_icrc(pkts_[used_].ip, {buf, body}) : 0;
   wire::store_icrc(icrc, buf + body);
   offset_[used_] = start_;
   pkts_[used_].data = {buf, total_len_};

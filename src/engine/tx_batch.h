@@ -19,6 +19,7 @@ class TxBatch {
 
   // Packets of authenticated QPs are sealed here (packet_auth.h); null: none are.
   void set_auth(PacketAuth* auth) { auth_ = auth; }
+  void set_icrc(bool on) { icrc_ = on; }  // false: the ICRC field left zero (DeviceConfig)
 
   // Starts a packet: writes the headers of p (pad count set from payload_len) and returns
   // the payload area for the caller to fill; then call commit(). `qpn`: the local QP that
@@ -47,6 +48,7 @@ class TxBatch {
   size_t start_ = 0, payload_len_ = 0, header_len_ = 0, total_len_ = 0, trailer_len_ = 0;
   uint32_t qpn_ = 0;
   PacketAuth* auth_ = nullptr;
+  bool icrc_ = true;
   uint8_t opcode_ = 0;
   wire::PacketKind kind_ = wire::PacketKind::kRequest;
 };

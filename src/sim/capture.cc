@@ -10,6 +10,8 @@
 #include <stdexcept>
 
 #include "wire/frame.h"
+#include "wire/headers.h"
+#include "wire/icrc.h"
 #include "wire/pcap.h"
 
 namespace vrnic::sim {
@@ -63,7 +65,13 @@ void HostCaptures::record(File& file, const std::vector<uint8_t>& frame) {
 void HostCaptures::data_frame(uint32_t node, const Packet& p) {
   const auto it = by_node_.find(node);
   if (it == by_node_.end()) return;
-  record(files_[it->second], wire::build_frame(p.ip, p.bytes, p.tos));
+  // The engines may leave the ICRC out (NicParams::icrc): the capture has it right either way.
+  std::vector<uint8_t> bytes = p.bytes;
+  if (bytes.size() >= wire::kIcrcSize) {
+    const size_t body = bytes.size() - wire::kIcrcSize;
+    wire::store_icrc(wire::compute_icrc(p.ip, {bytes.data(), body}), bytes.data() + body);
+  }
+  record(files_[it->second], wire::build_frame(p.ip, bytes, p.tos));
 }
 
 // A PFC frame the host's NIC sent (from its MAC) or received (from its switch's port, shown

@@ -154,6 +154,7 @@ void parse_nic_rx(const json& j, NicRxParams& r) {
 void parse_nic(const json& j, NicParams& n) {
   get(j, "processing_delay_ns", n.processing_delay_ns);
   get(j, "mtu", n.mtu);
+  get(j, "icrc", n.icrc);
   get(j, "send_window_bytes", n.send_window_bytes);
   get(j, "wqes_in_flight", n.wqes_in_flight);
   get(j, "ack_timeout", n.ack_timeout);

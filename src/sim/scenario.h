@@ -18,6 +18,9 @@ struct NicParams {
   uint32_t send_window_bytes = 256 * 1024;
   uint32_t wqes_in_flight = 16;         // WRITEs of 64 KiB a flow keeps posted
   uint8_t ack_timeout = 10;             // local ACK timeout exponent: 4.096 us * 2^n
+  // The engines compute and check each packet's ICRC. Off by default: the simulated links
+  // corrupt nothing, so it changes no result; captures fill the ICRC in either way.
+  bool icrc = false;
   bool cc = true;                       // ECN + DCQCN (DcqcnParams::enabled)
   // The congestion control: the engine's DCQCN, DCQCN+w or HPCC (congestion.h).
   CcScheme scheme = CcScheme::kDcqcn;

@@ -97,6 +97,7 @@ void Simulator::build_hosts() {
   cfg.cc.pacer_burst_ns = 0;        // in virtual time nobody wakes late
   cfg.send_window_bytes = sc_.nic.send_window_bytes;
   cfg.unreliable_pace_bytes_per_us = 0;  // the link serialises; DCQCN paces UC
+  cfg.icrc = sc_.nic.icrc;
   const bool hpcc = sc_.nic.scheme == CcScheme::kHpcc;
   if (sc_.nic.scheme != CcScheme::kDcqcn) {
     cc_path_ = cc_path();
