@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Middleware on vrnic next to the same middleware over kernel TCP, same machine, same run:
-UCX (ucx_perftest: UCT am_lat, put_bw and get_bw, UCP tag_lat and tag_bw) over vrnic's rc_verbs
+UCX (ucx_perftest: UCT am_lat, put_bw and get (zero-copy, its bandwidth), UCP tag_lat and tag_bw) over vrnic's rc_verbs
 against UCX over TCP, and an Open MPI ping-pong (tests/mpi/mpi_check --pingpong) with the UCX
 PML on vrnic against Open MPI over TCP (ob1 + tcp BTL), and MPI_Allreduce / MPI_Alltoall
 timings (tests/mpi/mpi_check --collectives, 2 and 4 ranks; 4 oversubscribe a 2-core machine).
 Prints a table with ratios and writes bench/out/middleware.json.
 
-  bench/middleware.py [--bin build/release/bin] [--out bench/out] [--runs N] [--veth]
+  bench/middleware.py [--bin build/release/bin] [--out bench/out] [--runs N] [--veth [--veth-only]]
 
 --veth adds the UCX rows between two network namespaces joined by a veth (MTU 1500 and
 9000): vrnic's rc_verbs against UCX's TCP across the same link; and the Open MPI ping-pong
@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import pair, vrnic_perftest  # noqa: E402
+from run import pair, veth_perftest, vrnic_perftest  # noqa: E402
 
 FINAL = re.compile(r"^Final:\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
                    r"\s+([\d.]+)\s+([\d.]+)", re.M)
@@ -33,7 +33,7 @@ UCX_TESTS = [("am_lat", "am_lat", 8, 20000, "lat_us"),
              ("put_bw", "put_bw", 65536, 5000, "bw_MBps"),
              ("tag_lat", "tag_lat", 8, 20000, "lat_us"),
              ("tag_bw", "tag_bw", 65536, 5000, "bw_MBps"),
-             ("get_bw", "get_bw", 65536, 5000, "bw_MBps")]
+             ("get_bw", "get", 65536, 5000, "bw_MBps")]  # UCT's get test, zero-copy: its bandwidth
 # The targets against vrnic's own perftest figures on the same path, same run:
 # (middleware row, perftest tool, size, iterations, ratio goal).
 OWN = [("UCX tag_bw 65536 B", "ib_write_bw", 65536, 5000, 0.9),
@@ -47,7 +47,7 @@ def ucx(bindir, test, size, iters, over, veth=None):
     or "tcp" (UCX's TCP transport), on loopback or, with `veth` (a veth_wire.VethPair),
     between its namespaces (server in b, client in a). Returns (typical latency us,
     bandwidth MB/s)."""
-    uct = test in ("am_lat", "put_bw", "get_bw")
+    uct = test in ("am_lat", "put_bw", "get")
     host = veth.addr[1] if veth else "127.0.0.1"
 
     def side(i):  # i = 1: the server's namespace, 0: the client's
@@ -61,7 +61,7 @@ def ucx(bindir, test, size, iters, over, veth=None):
         return [*ns, "env", "UCX_TLS=tcp", f"UCX_NET_DEVICES={dev}", "ucx_perftest",
                 *(["-d", dev, "-x", "tcp"] if uct else [])]
 
-    layout = ["-D", "zcopy"] if test in ("put_bw", "get_bw") else []
+    layout = ["-D", "zcopy"] if test in ("put_bw", "get") else []
     client = [*side(0), host, "-t", test, "-s", str(size), "-n", str(iters), *layout]
     out, _ = pair(side(1), client, settle=1.5)
     m = FINAL.search(out or "")
@@ -78,7 +78,11 @@ def ucx_rows(bindir, runs, veth=None):
         v, t = [], []
         for _ in range(runs):
             v.append(ucx(bindir, test, size, iters, "vrnic", veth)[idx])
-            t.append(ucx(bindir, test, size, iters, "tcp", veth)[idx])
+            # No TCP peer for UCX's zero-copy get (its TCP transport "does not support operation
+            # get zcopy") nor, between the namespaces, for any UCT test: ucx_perftest sends the
+            # client's device name to the server, and the two veth ends have names of their own.
+            no_peer = test == "get" or (veth and test in ("am_lat", "put_bw"))
+            t.append(None if no_peer else ucx(bindir, test, size, iters, "tcp", veth)[idx])
         rows.append((f"UCX {name} {size} B{where}", metric, v, t))
     return rows
 
@@ -137,6 +141,17 @@ def mpi_rows(bindir, runs):
     return rows
 
 
+def own_figures(runs, perftest):
+    """vrnic's own perftest figures the OWN targets compare with, {(tool, size): median
+    bytes/s}; perftest(tool, size, iterations) gives one run's result (or None)."""
+    figs = {}
+    for _, tool, size, iters, _ in OWN:
+        if (tool, size) not in figs:
+            figs[(tool, size)] = median([(perftest(tool, size, iters) or {}).get("bw_Bps")
+                                         for _ in range(runs)])
+    return figs
+
+
 def median(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -152,11 +167,15 @@ def main():
                     help="also the UCX rows between two network namespaces joined by a veth, "
                          "MTU 1500 and 9000 (root)")
     ap.add_argument("--no-mpi", action="store_true", help="the UCX rows only")
+    ap.add_argument("--veth-only", action="store_true",
+                    help="with --veth: only the rows between the namespaces")
     a = ap.parse_args()
     bindir = os.path.abspath(a.bin)
-    rows = ucx_rows(bindir, a.runs)
-    if not a.no_mpi:
-        rows += mpi_rows(bindir, a.runs)
+    rows, owns = [], {}  # owns: where ("" or ", veth MTU n") -> own_figures
+    if not (a.veth and a.veth_only):
+        rows += ucx_rows(bindir, a.runs)
+        rows += [] if a.no_mpi else mpi_rows(bindir, a.runs)
+        owns[""] = own_figures(a.runs, lambda t, s, n: vrnic_perftest(bindir, t, s, n))
     if a.veth:
         sys.path.insert(0, os.path.join(here, "../tests/veth"))
         import mpi_veth
@@ -167,6 +186,9 @@ def main():
                     rows += ucx_rows(bindir, a.runs, v)
                     if not a.no_mpi:
                         rows += mpi_veth.mpi_rows(bindir, v, tmp, a.runs)
+                    owns[f", veth MTU {mtu}"] = own_figures(
+                        a.runs, lambda t, s, n: veth_perftest(
+                            bindir, v, [t, "-s", str(s), "-n", str(n)], t))
             except veth_wire.Skipped as e:
                 print(f"veth MTU {mtu}: skipped ({e})")
     fmt = lambda x: "n/a" if x is None else f"{x:.4g}"
@@ -183,16 +205,17 @@ def main():
         print(f"| {name} | {metric} | {fmt(v)} | {fmt(t)} | {fmt(ratio)} | {span(vs)} | "
               f"{span(ts)} |")
     print("\n| target | middleware | vrnic's own | ratio | goal |\n|---|---|---|---|---|")
-    for row, tool, size, iters, goal in OWN:
-        mw = next((r["vrnic"] for r in out if r["figure"] == row), None)
-        own = median([(vrnic_perftest(bindir, tool, size, iters) or {}).get("bw_Bps")
-                       for _ in range(a.runs)])
-        # In the row's unit: ucx_perftest's MB/s are MiB/s, mpi_check's 10^6 B/s.
-        own = own / (1e6 if row.startswith("MPI") else 1048576) if own else None
-        ratio = mw / own if mw and own else None
-        print(f"| {row} / {tool} {size} B | {fmt(mw)} | {fmt(own)} | {fmt(ratio)} | >= {goal} |")
-        out.append({"figure": f"{row} / {tool} {size} B", "metric": "ratio", "vrnic": mw,
-                    "own": own, "ratio": ratio})
+    for where, figs in owns.items():
+        for row, tool, size, _, goal in OWN:
+            mw = next((r["vrnic"] for r in out if r["figure"] == row + where), None)
+            own = figs.get((tool, size))
+            # In the row's unit: ucx_perftest's MB/s are MiB/s, mpi_check's 10^6 B/s.
+            own = own / (1e6 if row.startswith("MPI") else 1048576) if own else None
+            ratio = mw / own if mw and own else None
+            print(f"| {row}{where} / {tool} {size} B | {fmt(mw)} | {fmt(own)} | {fmt(ratio)} | "
+                  f">= {goal} |")
+            out.append({"figure": f"{row}{where} / {tool} {size} B", "metric": "ratio",
+                        "vrnic": mw, "own": own, "ratio": ratio})
     for row, goal in (("UCX am_lat 8 B", 1.0), ("UCX tag_lat 8 B", 1.0),
                       ("MPI ping-pong 8 B", 1.0), ("MPI ping-pong 8 B, 4 ranks in 2 pairs", 1.5)):
         r = next((r for r in out if r["figure"] == row), None)
