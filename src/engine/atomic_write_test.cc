@@ -168,5 +168,37 @@ TEST_F(AtomicWrite, post_send__uc_and_inline_are_einval) {
   EXPECT_EQ(wc[0].opcode, WcOpcode::kRdmaWrite);
 }
 
+// DeviceConfig::icrc false on both ends (the simulator's NICs): packets leave with a zero ICRC,
+// are taken without a check, and the data lands as with the check.
+TEST(IcrcOff, write__lands_with_a_zero_icrc_on_the_wire) {
+  Fabric f;
+  const auto off = [](DeviceConfig& c) { c.icrc = false; };
+  Node& a = f.add_node(1, off);
+  Node& b = f.add_node(2, off);
+  Qp* qa = a.create_qp();
+  Qp* qb = b.create_qp();
+  Buffer& src = a.reg(4096);
+  Buffer& dst = b.reg(4096);
+  Fabric::connect(a, qa, b, qb);
+  fill_random(src.data(), src.bytes.size(), 7);
+  std::vector<uint32_t> icrcs;
+  f.wire().set_tap([&](const WirePacket& w) { icrcs.push_back(wire::stored_icrc(w.data)); });
+  SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = kSendSignaled;
+  Sge sge{src.addr(), 4096, src.mr.lkey};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.mr.rkey;
+  ASSERT_EQ(post_send(a, qa, wr), 0);
+  ASSERT_TRUE(f.run());
+  EXPECT_EQ(dst.bytes, src.bytes);
+  ASSERT_FALSE(icrcs.empty());
+  for (uint32_t v : icrcs) EXPECT_EQ(v, 0u);
+  EXPECT_EQ(b.ctr().rx_icrc_errors, 0u);
+}
+
 }  // namespace
 }  // namespace vrnic::engine::testing

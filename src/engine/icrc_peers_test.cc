@@ -49,6 +49,16 @@ TEST(IcrcPeers, verify__unknown_sender_with_nonzero_id_is_recovered) {
   EXPECT_FALSE(peers.is_zero_id_sender(packet_from(1, 0, 1).ip));
 }
 
+TEST(IcrcPeers, verify__unchecked__any_icrc_passes_and_no_sender_is_learned) {
+  IcrcPeers peers;
+  peers.set_checked(false);  // DeviceConfig::icrc false: a fabric that corrupts nothing
+  Sent s = packet_from(3, 0, 1);
+  s.bytes.back() ^= 0xff;  // a wrong ICRC
+  EXPECT_EQ(peers.verify(s.pkt()), wire::IcrcVerdict::kOk);
+  for (uint32_t i = 0; i < IcrcPeers::kZeroIdAfter; ++i) peers.verify(packet_from(3, 0, i).pkt());
+  EXPECT_FALSE(peers.is_zero_id_sender(s.ip));
+}
+
 TEST(IcrcPeers, verify__zero_id_sender_gets_the_full_check) {
   IcrcPeers peers;
   for (uint32_t i = 0; i < IcrcPeers::kZeroIdAfter; ++i)

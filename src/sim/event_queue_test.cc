@@ -79,6 +79,20 @@ TEST(SimEventQueue, matches_a_heap_on_time_then_order_under_interleaving) {
   EXPECT_TRUE(q.empty());
 }
 
+TEST(SimEventQueue, peek_names_the_next_event_of_the_same_instant_only) {
+  EventQueue q;
+  q.push(10, EventKind::kArrive, 1);
+  q.push(10, EventKind::kArrive, 2);
+  q.push(20, EventKind::kArrive, 3);
+  EXPECT_EQ(q.pop().a, 1u);
+  ASSERT_NE(q.peek(), nullptr);  // the next one at 10
+  EXPECT_EQ(q.peek()->a, 2u);
+  EXPECT_EQ(q.pop().a, 2u);
+  EXPECT_EQ(q.peek(), nullptr);  // the instant is done: the next slot is not looked for
+  EXPECT_EQ(q.pop().a, 3u);
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(SimEventQueue, refuses_an_event_before_the_last_one_taken) {
   EventQueue q;
   q.push(100, EventKind::kArrive, 1);
