@@ -1,7 +1,8 @@
 // ATOMIC WRITE (IBA 1.5 Annex A19) between two engines over the loop wire: the 8 bytes land
 // once, the request and its zero-length READ response are as the annex and rxe shape them,
 // a lost response is recovered without writing twice, and the requester counts it against
-// its RDMA READ / atomic limit.
+// its RDMA READ / atomic limit. Also a WRITE between engines with the ICRC off
+// (DeviceConfig::icrc, the simulator's NICs).
 #include <gtest/gtest.h>
 
 #include "engine/test_ud.h"
