@@ -78,7 +78,7 @@ void Network::compute_routes() {
   for (Node& n : nodes_) flatten_routes(n);
 }
 
-// The routes as a frame looks them up: one array of ports, and where each destination's
+// The routes as a frame looks them up: one array of ports, and where each destination's ports
 // begin (two loads from memory that stays warm, not a vector per destination).
 void Network::flatten_routes(Node& n) {
   n.hop_at.assign(1, 0);
