@@ -71,6 +71,22 @@ void Manager::send_to(const Endpoint& from, const Endpoint& to, const wc::Messag
   port_.send_mad(from, to, bytes);
 }
 
+void Manager::set_state(Conn& c, State s) {
+  const bool was = c.state == State::kEstablished;
+  c.state = s;
+  const bool is = s == State::kEstablished;
+  if (!witness_ || was == is) return;
+  if (!is) return witness_->drop(c.id);
+  // The DREQ the kernel's CM would send when the process's rdma_cm file closes (IBA 12.6.10).
+  const wc::Dreq r{.local_comm_id = c.id, .remote_comm_id = c.remote_id,
+                   .remote_qpn = c.peer.qpn, .private_data = {}};
+  wc::Mad mad{.hdr = {}, .msg = r};
+  mad.hdr.tid = new_tid();
+  std::array<uint8_t, wc::kMadSize> bytes;
+  wc::build_mad(mad, bytes.data());
+  witness_->keep(c.id, c.local, c.remote, bytes);
+}
+
 void Manager::send(const Conn& c, const wc::Message& msg, uint64_t tid) {
   send_to(c.local, c.remote, msg, tid);
 }
@@ -157,7 +173,7 @@ int Manager::connect(const ConnectArgs& a, uint32_t* conn) {
   c.tid = new_tid();
   c.last = make_req(cfg_, c.id, c.service_id, a);
   c.has_last = true;
-  c.state = State::kReqSent;
+  set_state(c, State::kReqSent);
   c.retries_left = cfg_.max_cm_retries;
   // The active side's later waits (a DREQ's) take the response timeout its REQ announced, as
   // the kernel CM's do (cm_id timeout_ms from the REQ's remote CM response timeout).

@@ -23,6 +23,19 @@ class MadPort {
                         std::span<const uint8_t, wire::cm::kMadSize> mad) = 0;
 };
 
+// Told which connections a DREQ would have to end should the process stop without ending
+// them (SIGKILL): the kernel's CM ends a killed process's connections, vrnic's CM dies with
+// the process, so a guard outside it keeps these and sends them then (src/guard). keep()
+// when a connection becomes established, with the whole DREQ MAD; drop() when it leaves
+// that state. Called from inside the Manager; must not call back.
+class Witness {
+ public:
+  virtual ~Witness() = default;
+  virtual void keep(uint32_t conn, const Endpoint& from, const Endpoint& to,
+                    std::span<const uint8_t, wire::cm::kMadSize> dreq) = 0;
+  virtual void drop(uint32_t conn) = 0;
+};
+
 // One device's CM (IBA 12.9 state machine, the RDMA IP CM of Annex A11 on top). Single-
 // threaded: the caller serialises every call. The Manager sends REQ/REP/RTU/DREQ/DREP/REJ/MRA
 // and the SIDR pair, resends on its response timeouts, answers duplicates without creating a
@@ -84,6 +97,9 @@ class Manager {
   void shutdown();
   uint64_t next_timer_ns() const;
 
+  // The guard's view of the connections (null: none); set before the first connection.
+  void set_witness(Witness* w) { witness_ = w; }
+
   bool poll_event(Event& out);
   const Counters& counters() const { return ctr_; }
   State state(uint32_t conn) const;
@@ -135,6 +151,7 @@ class Manager {
   uint64_t new_tid();
   uint64_t response_timeout_ns(uint8_t exponent) const;
 
+  void set_state(Conn& c, State s);  // and tells the witness what entering or leaving kEstablished changes
   void send(const Conn& c, const wire::cm::Message& msg, uint64_t tid);
   void send_to(const Endpoint& from, const Endpoint& to, const wire::cm::Message& msg,
                uint64_t tid);
@@ -179,6 +196,7 @@ class Manager {
   Counters ctr_;
   uint32_t next_comm_id_;
   uint32_t next_listener_ = 1;
+  Witness* witness_ = nullptr;
   uint64_t next_tid_;
 };
 

@@ -33,7 +33,7 @@ int Manager::accept(uint32_t conn, const Params& p) {
   c->mine = p;
   c->last = r;
   c->has_last = true;
-  c->state = State::kRepSent;
+  set_state(*c, State::kRepSent);
   leave_backlog(*c);
   send(*c, r, c->tid);
   arm(*c, response_timeout_ns(c->peer_response_timeout));
@@ -46,7 +46,7 @@ int Manager::establish(uint32_t conn) {
   wc::Rtu r{.local_comm_id = c->id, .remote_comm_id = c->remote_id, .private_data = {}};
   c->last = r;  // answers a duplicate REP
   c->has_last = true;
-  c->state = State::kEstablished;
+  set_state(*c, State::kEstablished);
   c->deadline = UINT64_MAX;
   send(*c, r, c->tid);
   emit({.type = EventType::kEstablished, .conn = c->id, .peer = c->peer});
@@ -80,7 +80,7 @@ int Manager::reject(uint32_t conn, std::span<const uint8_t> pd, uint16_t reason)
   copy_private(r.private_data, pd);
   c->last = r;  // a duplicate REQ gets the same answer
   c->has_last = true;
-  c->state = State::kClosed;
+  set_state(*c, State::kClosed);
   c->deadline = UINT64_MAX;
   ++ctr_.rejects_sent;
   send(*c, r, c->tid);
@@ -108,7 +108,7 @@ int Manager::disconnect(uint32_t conn, std::span<const uint8_t> pd) {
   copy_private(r.private_data, pd);
   c->last = r;
   c->has_last = true;
-  c->state = State::kDreqSent;
+  set_state(*c, State::kDreqSent);
   c->tid = new_tid();
   c->retries_left = cfg_.max_cm_retries;
   send(*c, r, c->tid);
@@ -185,7 +185,7 @@ int Manager::notify_established(uint32_t conn) {
   if (!c) return EINVAL;
   if (c->state == State::kEstablished) return EISCONN;
   if (c->state != State::kRepSent) return EINVAL;
-  c->state = State::kEstablished;
+  set_state(*c, State::kEstablished);
   c->deadline = UINT64_MAX;
   emit({.type = EventType::kEstablished, .conn = c->id, .peer = c->peer});
   return 0;
@@ -214,7 +214,7 @@ int Manager::resolve_sidr(const ConnectArgs& a, uint32_t* conn) {
   copy_private(r.private_data, a.params.private_data, wc::kIpCmHeaderSize);
   c.last = r;
   c.has_last = true;
-  c.state = State::kSidrReqSent;
+  set_state(c, State::kSidrReqSent);
   c.retries_left = cfg_.max_cm_retries;
   send(c, r, c.tid);
   arm(c, response_timeout_ns(cfg_.cm_response_timeout));
@@ -233,7 +233,7 @@ int Manager::answer_sidr(uint32_t conn, wc::SidrStatus status, uint32_t qpn, uin
   copy_private(r.private_data, pd);
   c->last = r;  // a duplicate SIDR_REQ gets the same answer
   c->has_last = true;
-  c->state = State::kClosed;
+  set_state(*c, State::kClosed);
   leave_backlog(*c);
   if (status != wc::SidrStatus::kValid) ++ctr_.rejects_sent;
   send(*c, r, c->tid);
@@ -250,7 +250,7 @@ int Manager::reject_sidr(uint32_t conn, wc::SidrStatus status, std::span<const u
 }
 
 void Manager::enter_timewait(Conn& c) {
-  c.state = State::kTimewait;
+  set_state(c, State::kTimewait);
   // Long enough for any packet of the connection still in the network to die (IBA 12.9.9):
   // twice the path's packet lifetime.
   c.deadline = clock_.now_ns() + 2 * response_timeout_ns(cfg_.packet_lifetime);
@@ -260,7 +260,7 @@ void Manager::enter_timewait(Conn& c) {
 void Manager::expire(Conn& c) {
   c.deadline = UINT64_MAX;
   if (c.state == State::kTimewait) {
-    c.state = State::kClosed;
+    set_state(c, State::kClosed);
     if (!c.orphan) emit({.type = EventType::kTimewaitExit, .conn = c.id});
     return;
   }
@@ -278,7 +278,7 @@ void Manager::expire(Conn& c) {
     if (!c.orphan) emit({.type = EventType::kDisconnected, .conn = c.id, .timed_out = true});
     return;
   }
-  c.state = State::kClosed;
+  set_state(c, State::kClosed);
   emit({.type = EventType::kUnreachable, .conn = c.id, .timed_out = true});
 }
 

@@ -83,7 +83,7 @@ void Manager::on_duplicate_req(Conn& c) {
               .private_data = {}};
     c.last = m;
     c.has_last = true;
-    c.state = State::kMraReqSent;
+    set_state(c, State::kMraReqSent);
     send(c, m, c.tid);
   } else if (c.has_last && (c.state == State::kMraReqSent || c.state == State::kRepSent ||
                             c.state == State::kClosed)) {
@@ -137,7 +137,7 @@ void Manager::on_req(const Endpoint& from, const Endpoint& to, uint64_t tid, con
   p.traffic_class = m.primary.traffic_class;
   p.hop_limit = m.primary.hop_limit;
   p.private_data = user_data(m.private_data, wc::kIpCmHeaderSize);
-  c.state = State::kReqRcvd;
+  set_state(c, State::kReqRcvd);
   c.unfetched = true;
   ++l->pending;
   emit({.type = EventType::kConnectRequest, .conn = c.id, .listener = c.listener,
@@ -156,7 +156,7 @@ void Manager::on_mra(const Endpoint& from, const wc::Mra& m) {
   }
   if (for_req) {
     c->remote_id = m.local_comm_id;
-    c->state = State::kMraReqRcvd;
+    set_state(*c, State::kMraReqRcvd);
   }
   // The peer promises an answer within its service timeout (IBA 12.6.6): wait that long.
   arm(*c, response_timeout_ns(m.service_timeout) +
@@ -180,7 +180,7 @@ void Manager::on_rej(const Endpoint& from, const wc::Rej& m) {
     case State::kRepSent:
     case State::kRepRcvd: {
       leave_backlog(*c);
-      c->state = State::kClosed;
+      set_state(*c, State::kClosed);
       c->deadline = UINT64_MAX;
       Event ev{.type = EventType::kRejected, .conn = c->id, .reason = m.reason};
       ev.peer.private_data = user_data(m.private_data);
@@ -209,7 +209,7 @@ void Manager::on_rep(const Endpoint& from, uint64_t tid, const wc::Rep& m) {
     return;
   }
   c->remote_id = m.local_comm_id;
-  c->state = State::kRepRcvd;
+  set_state(*c, State::kRepRcvd);
   c->deadline = UINT64_MAX;
   Params& p = c->peer;
   p.qpn = m.local_qpn;
@@ -233,7 +233,7 @@ void Manager::on_rtu(const Endpoint& from, const wc::Rtu& m) {
     ++ctr_.rx_bad_state;
     return;
   }
-  c->state = State::kEstablished;
+  set_state(*c, State::kEstablished);
   c->deadline = UINT64_MAX;
   Event ev{.type = EventType::kEstablished, .conn = c->id, .peer = c->peer};
   ev.peer.private_data = user_data(m.private_data);
@@ -251,7 +251,7 @@ void Manager::on_dreq(const Endpoint& from, const Endpoint& to, uint64_t tid,
   switch (c->state) {
     case State::kEstablished:
     case State::kRepSent: {
-      c->state = State::kDreqRcvd;
+      set_state(*c, State::kDreqRcvd);
       c->deadline = UINT64_MAX;
       c->tid = tid;
       Event ev{.type = EventType::kDisconnected, .conn = c->id};
@@ -330,7 +330,7 @@ void Manager::on_sidr_req(const Endpoint& from, const Endpoint& to, uint64_t tid
   c.port_space = wc::service_port_space(m.service_id);
   c.service_id = m.service_id;
   c.tid = tid;
-  c.state = State::kSidrReqRcvd;
+  set_state(c, State::kSidrReqRcvd);
   c.peer.private_data = user_data(m.private_data, wc::kIpCmHeaderSize);
   c.unfetched = true;
   ++l->pending;
@@ -346,7 +346,7 @@ void Manager::on_sidr_rep(const Endpoint& from, const wc::SidrRep& m) {
     ++ctr_.duplicates;
     return;
   }
-  c->state = State::kClosed;
+  set_state(*c, State::kClosed);
   c->deadline = UINT64_MAX;
   Event ev{.conn = c->id, .reason = m.status};
   ev.peer.private_data = user_data(m.private_data);

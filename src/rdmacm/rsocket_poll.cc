@@ -51,7 +51,10 @@ short ready_events(Socket& s, bool arm) {
   if ((s.flow && s.flow->has_data()) || s.peer_fin || s.rd_shut) ev |= POLLIN;
   if (s.peer_fin) ev |= POLLRDHUP;
   if (can_send(s) || s.wr_shut || s.peer_gone) ev |= POLLOUT;
-  if (s.peer_gone && s.wr_shut) ev |= POLLHUP;
+  // The connection is over (the peer's DISCONNECT, its SHUTDOWN after ours, the CM's
+  // DISCONNECTED: rdma-core's rs_disconnected): POLLHUP, as its rs_poll_rs reports it. A
+  // peer's SHUTDOWN alone ends only the reading: POLLIN and POLLRDHUP.
+  if (s.peer_gone) ev |= POLLHUP;
   return ev;
 }
 

@@ -53,7 +53,8 @@ Runtime& Runtime::get() {
 
 Runtime::Runtime() {
   channel_ = rdma_create_event_channel();
-  if (channel_) set_nonblock(channel_->fd);
+  if (!channel_) return;  // no device: every rsocket() fails with ENODEV (create)
+  set_nonblock(channel_->fd);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] { run(); });
   thread_.detach();

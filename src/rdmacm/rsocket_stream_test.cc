@@ -238,6 +238,9 @@ TEST_F(RsocketStreamWire, rrecv__peer_shutdown__end_of_stream_half_close_then_di
   char buf[8];
   ASSERT_EQ(rrecv(fd_, buf, 3, MSG_WAITALL), 3);
   EXPECT_EQ(rrecv(fd_, buf, sizeof buf, 0), 0);  // end of stream
+  pollfd p{fd_, POLLIN | POLLOUT, 0};
+  ASSERT_EQ(rpoll(&p, 1, 1000), 1);
+  EXPECT_EQ(p.revents & (POLLIN | POLLOUT | POLLHUP), POLLIN | POLLOUT);  // half closed
   ASSERT_EQ(rsend(fd_, "still", 5, 0), 5);       // writing goes on
   ASSERT_EQ(peer_.next_imm(), 5u);
   ASSERT_EQ(rshutdown(fd_, SHUT_WR), 0);
@@ -247,6 +250,9 @@ TEST_F(RsocketStreamWire, rrecv__peer_shutdown__end_of_stream_half_close_then_di
 TEST_F(RsocketStreamWire, rsend__after_peer_disconnect__epipe_nothing_more_sent) {
   ASSERT_NO_FATAL_FAILURE(connect_to_peer(8));
   ASSERT_TRUE(peer_.write(0, 0, {}, 0xe0000000u));
+  pollfd p{fd_, POLLIN, 0};
+  ASSERT_EQ(rpoll(&p, 1, 1000), 1);
+  EXPECT_EQ(p.revents & (POLLIN | POLLHUP), POLLIN | POLLHUP);  // rdma-core: rs_disconnected
   char buf[4];
   EXPECT_EQ(rrecv(fd_, buf, sizeof buf, 0), 0);
   EXPECT_EQ(rsend(fd_, "x", 1, 0), -1);

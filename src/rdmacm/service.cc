@@ -107,6 +107,8 @@ Service::Service() {
   port_->ctx = ctx_;
   clock_ = std::make_unique<WallClock>();
   manager_ = std::make_unique<cm::Manager>(cfg, *port_, *clock_);
+  guard_ = GuardLink::from_env();
+  if (guard_) manager_->set_witness(guard_.get());
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   vrnic_gsi_attach(ctx_, &Service::on_mad, this);
   counters_first_ = vrnic_counters_add(ctx_, cm::kCounterNames, cm::kCounterCount);

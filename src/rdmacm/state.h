@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cm/manager.h"
+#include "rdmacm/guard_link.h"
 
 #define RDMACM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -128,6 +129,7 @@ class Service {
   std::unique_ptr<Port> port_;
   std::unique_ptr<engine::Clock> clock_;
   std::unique_ptr<cm::Manager> manager_;
+  std::unique_ptr<GuardLink> guard_;  // VRNIC_CM_GUARD: the DREQs owed should this process be killed
   int wake_fd_ = -1;
   int counters_first_ = -1;  // the first of the CM's counters among the device's (-1: none)
   uint16_t next_port_ = 0;

@@ -79,6 +79,10 @@ int cmd_run(const RunOptions& o) {
   if (o.direct) setenv("VRNIC_DIRECT", "1", 1);
   if (o.auth) setenv("VRNIC_AUTH", "1", 1);
   if (o.debug) setenv("VRNIC_DEBUG", "1", 1);
+  // The CM guard beside the libraries: it ends the program's connections should it be killed.
+  if (const std::string guard = lib + "/vrnic-guard";
+      !std::getenv("VRNIC_CM_GUARD") && access(guard.c_str(), X_OK) == 0)
+    setenv("VRNIC_CM_GUARD", guard.c_str(), 1);
   if (sysfs_view_wanted(o)) prepare_sysfs_view();
 
   std::vector<char*> argv;

@@ -22,6 +22,7 @@ $(cd "$(dirname "$0")/../sim/scenarios" && ls *.json | sed "s|^|$datadir/vrnic/s
 $datadir/vrnic/sim-plots.py
 $libdir/vrnic/libibverbs.so.1
 $libdir/vrnic/librdmacm.so.1
+$libdir/vrnic/vrnic-guard
 $mandir/man1/vrnic-run.1
 $mandir/man1/vrnic.1"
 check "the installed files, and only those" "$(sort <<<"$expected")" \
@@ -30,12 +31,15 @@ vrnic="$prefix/$bindir/vrnic"
 unset VRNIC_LIB_DIR
 check "vrnic run: the installed libraries" "$(realpath "$prefix/$libdir/vrnic")" \
   "$("$vrnic" run --no-sysfs -- sh -c 'echo "${LD_LIBRARY_PATH%%:*}"')"
+check "vrnic run: the installed CM guard" "$(realpath "$prefix/$libdir/vrnic")/vrnic-guard" \
+  "$(env -u VRNIC_CM_GUARD "$vrnic" run --no-sysfs -- sh -c 'echo "$VRNIC_CM_GUARD"')"
 check "vrnic devinfo: the installed library" "libibverbs.so.1: $(realpath "$prefix/$libdir/vrnic")/libibverbs.so.1" \
   "$("$vrnic" devinfo | grep '^libibverbs.so.1:')"
 check "vrnic demo: the installed script" "usage: vrnic demo" \
   "$("$vrnic" demo --help | head -1 | cut -d' ' -f1-3)"
 check "installed libraries carry no RUNPATH" "" \
-  "$(readelf -d "$prefix/$libdir"/vrnic/*.so.1 "$vrnic" | grep -E 'RPATH|RUNPATH')"
+  "$(readelf -d "$prefix/$libdir"/vrnic/*.so.1 "$prefix/$libdir/vrnic/vrnic-guard" "$vrnic" |
+     grep -E 'RPATH|RUNPATH')"
 rm "$prefix/$libdir/vrnic/libibverbs.so.1"
 "$vrnic" run -- true 2>"$prefix/err"
 check "vrnic run: no library is exit status 127" 127 $?

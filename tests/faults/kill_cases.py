@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from faults_common import read_log
+from faults_common import counters, read_log
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
 from middleware_cases import mpi_job  # noqa: E402
@@ -93,9 +93,13 @@ def case_mpi_kill(r, name, spec, port, timeout):
 
 def case_rstream_kill(r, name, spec, port, timeout):
     """rstream (rsockets through vrnic's librdmacm) moving 64 KiB messages; after 2 s one end
-    is SIGKILLed: the other's rsend / rrecv must fail and the program end, non-zero, within
-    30 s (the connection's QP gives up on the dead peer: RETRY_EXC, DISCONNECTED)."""
-    argv = ["rstream", "-S", "65536", "-C", "10000000", "-p", str(port)]
+    is SIGKILLed: the other must learn of it and end, non-zero, within 30 s. What tells it is
+    the DREQ the killed process's CM guard sends (vrnic-guard, docs/live.md "A killed
+    process's connections"), as a dead process's kernel CM would: the survivor's CM counts it
+    (cm_rx_dreq), its rsocket reports the hang-up (rsend fails, rpoll POLLHUP). `-T a`: rstream
+    polls before each call and ends on POLLHUP; in its default mode it retries a 0 from rrecv
+    (end of stream) forever while errno holds an earlier EAGAIN, on any rsockets device."""
+    argv = ["rstream", "-T", "a", "-S", "65536", "-C", "10000000", "-p", str(port)]
     server = r.start(f"{name}.server", argv + ["-b", "127.0.0.1"], ip="127.0.0.1")
     time.sleep(1)
     client = r.start(f"{name}.client", argv + ["-s", "127.0.0.1"], ip="127.0.0.2")
@@ -116,6 +120,10 @@ def case_rstream_kill(r, name, spec, port, timeout):
         problems.append(f"{survivor[0]}: still running 30 s after its peer was killed")
         survivor[1].kill()
         survivor[1].wait()
+    dreqs = counters(read_log(survivor[2])).get("cm_rx_dreq", 0)
+    print(f"{survivor[0]}: cm_rx_dreq {dreqs}")
+    if dreqs == 0:
+        problems.append(f"{survivor[0]}: no DREQ came for the killed process's connection")
     out = read_log(survivor[2])
     print(f"----- {survivor[0]} -----\n{out.rstrip()}")
     return problems

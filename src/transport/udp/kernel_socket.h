@@ -2,6 +2,8 @@
 // sockets.
 #pragma once
 #include <sys/socket.h>
+
+#include <cerrno>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -23,5 +25,14 @@ inline int kernel_recvmmsg(int fd, mmsghdr* msgs, unsigned n, int flags) {
 inline int kernel_sendmmsg(int fd, mmsghdr* msgs, unsigned n, int flags) {
   return static_cast<int>(::syscall(SYS_sendmmsg, fd, msgs, n, flags));
 }
+
+// The caller's errno, put back at the end of a scope that called the kernel for the device's
+// own packets: a verb leaves errno as the program left it, as rdma-core's providers' post and
+// poll calls do (no system call there). A program may read a stale errno after a call that
+// succeeded: rstream takes rrecv's end of stream (0) with errno EAGAIN as "try again".
+struct ErrnoKept {
+  int saved = errno;
+  ~ErrnoKept() { errno = saved; }
+};
 
 }  // namespace vrnic::transport

@@ -478,6 +478,7 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
   }
   size_t done = 0;
   int retries = 0;
+  const ErrnoKept keep_errno;
   while (done < m) {
     int r = kernel_sendmmsg(fd, msgs + done, static_cast<unsigned>(m - done), MSG_DONTWAIT);
     if (r > 0) {

@@ -78,6 +78,7 @@ int UdpPort::recv_datagrams(RecvBatch& batch, size_t queue) {
   batch.packets_.clear();
   batch.datagrams_ = 0;
   batch.filled_ = 0;
+  const ErrnoKept keep_errno;
   int r = -1;
   const size_t nfds = queue == 0 ? 1 + groups_.size() : 1;
   const size_t ask = std::min(batch.capacity_, q.ask);
