@@ -18,6 +18,8 @@ struct AckHold : ::testing::Test {
   Qp* qa = nullptr;
   Qp* qb = nullptr;
   uint64_t b_hold_ns = kHoldNs;    // what b's receives pass as hold_acks_ns
+  uint64_t b_crossed_ns = UINT64_MAX;  // and as crossed_hold_ns
+  bool drop_a_acks = false;        // a's ACKs are lost on the wire
   Device::ReceiveResult last_b{};  // what b's last receive returned
   std::string sent;                // every packet sent, as "a:request b:ack ..."
   Buffer* a_buf = nullptr;
@@ -26,10 +28,10 @@ struct AckHold : ::testing::Test {
   void SetUp() override {
     f.wire().set_drop_filter([this](const WirePacket& p) {
       sent += (p.ip.src[3] == 1 ? "a:" : "b:") + std::string(wire::to_string(p.kind)) + " ";
-      return false;
+      return drop_a_acks && p.ip.src[3] == 1 && p.kind == wire::PacketKind::kAck;
     });
     b.port->set_receiver([this](std::span<const WirePacket> batch) {
-      last_b = b.dev->receive(batch, b_hold_ns);
+      last_b = b.dev->receive(batch, b_hold_ns, b_crossed_ns);
     });
   }
   void connect(uint8_t timeout = 14) {
@@ -136,6 +138,35 @@ TEST_F(AckHold, receive__the_hold_never_exceeds_half_the_ack_timeout) {
   a_sends_to_b(1);
   ASSERT_TRUE(last_b.acks_held);
   EXPECT_EQ(b.dev->held_acks_deadline(), t0 + 4096);
+}
+
+// Both sides send at once (a collective's exchange): b's own SEND still awaits a's ACK when
+// a's SEND comes. a may be holding that ACK for its answer as b holds its own, so b's hold is
+// bounded by crossed_hold_ns; once nothing of b's awaits an ACK, the full hold again.
+TEST_F(AckHold, receive__crossed_holds_are_bounded_by_crossed_hold_ns) {
+  connect();
+  b_crossed_ns = 20'000;
+  drop_a_acks = true;
+  ASSERT_EQ(post_recv(a, qa, 7, {{a_buf->addr() + 2048, 64, a_buf->mr.lkey}}), 0);
+  Sge sg{b_buf->addr() + 2048, 8, b_buf->mr.lkey};
+  ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kSend, 7, &sg)), 0);
+  f.wire().deliver_all();  // b's SEND lands; a's ACK of it is lost
+  const uint64_t t0 = f.clock().now_ns();
+  a_sends_to_b(1);
+  ASSERT_TRUE(last_b.acks_held);
+  EXPECT_EQ(b.dev->held_acks_deadline(), t0 + 20'000);
+  f.clock().advance_to(t0 + 20'000);
+  b.dev->on_timer();  // b's ACK leaves after 20 us, not 250
+  EXPECT_EQ(b.dev->held_acks_deadline(), UINT64_MAX);
+  drop_a_acks = false;
+  f.clock().advance_to(t0 + 20'000 + ack_timeout_ns(14));  // b resends; a ACKs it now
+  b.dev->on_timer();
+  f.wire().deliver_all();
+  EXPECT_EQ(b.poll().size(), 2u);  // b's SEND completed, a's SEND received
+  const uint64_t t1 = f.clock().now_ns();
+  a_sends_to_b(2);  // nothing of b's awaits an ACK: the full hold
+  ASSERT_TRUE(last_b.acks_held);
+  EXPECT_EQ(b.dev->held_acks_deadline(), t1 + kHoldNs);
 }
 
 TEST_F(AckHold, receive__without_hold_acks_leave_at_the_end_of_the_batch) {

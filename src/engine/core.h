@@ -54,6 +54,7 @@ class Core {
   // Held ACKs (Device::receive with hold_acks_ns): ack_pending outlives the call that filled
   // it, until other packets leave or the deadline passes (Device::Impl::settle_acks).
   uint64_t hold_acks_ns = 0;      // set during a receive that may hold
+  uint64_t hold_crossed_ns = UINT64_MAX;  // its bound for a QP whose own packets await an ACK
   uint64_t held_acks_until = 0;   // 0: nothing held
   // ctr.tx_packets and acks_queued at the end of the last engine call: what a call made.
   uint64_t tx_mark = 0, acks_mark = 0;

@@ -179,6 +179,10 @@ class Device {
   // with the next packets the device sends, right after them in the same batch, or by
   // held_acks_deadline(), whichever is first. A batch that makes other packets holds
   // nothing. (The live layer holds them for a program that answers what it receives.)
+  // crossed_hold_ns: the bound instead, if shorter, when the QP whose ACK waits has packets
+  // of its own awaiting the peer's ACK: the peer may be holding that ACK for its answer just
+  // as this side holds its own, and each answer may wait for the other's ACK (two programs
+  // that both send at once, a collective's exchange).
   struct ReceiveResult {
     uint32_t sent = 0;       // packets the batch made that left (ACKs included)
     bool acks_held = false;  // ACKs wait (held_acks_deadline())
@@ -186,7 +190,8 @@ class Device {
     // duplicate: its saved result replayed, never executed again): a NIC model's costs.
     uint32_t atomic_requests = 0, atomics_replayed = 0;
   };
-  ReceiveResult receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns = 0);
+  ReceiveResult receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns = 0,
+                        uint64_t crossed_hold_ns = UINT64_MAX);
   // When the held ACKs must leave (on_timer sends them; next_timer_ns() includes it), or
   // UINT64_MAX if none wait.
   uint64_t held_acks_deadline() const;

@@ -11,6 +11,7 @@
 #include "engine/requester.h"
 #include "engine/responder.h"
 #include "engine/srq.h"
+#include "wire/psn.h"
 
 namespace vrnic::engine {
 
@@ -98,13 +99,19 @@ struct Device::Impl {
     if (core.held_acks_until == 0) core.held_acks_until = core.now() + ack_hold_bound();
     core.note_deadline(core.held_acks_until);
   }
-  // hold_acks_ns, but never more than half the ACK timeout of a QP whose ACK waits.
+  // hold_acks_ns, but never more than half the ACK timeout of a QP whose ACK waits, nor
+  // than hold_crossed_ns if that QP's own packets await the peer's ACK (crossed holds).
   uint64_t ack_hold_bound() const {
     uint64_t bound = core.hold_acks_ns;
-    for (const Qp* qp : core.ack_pending)
-      if (qp->resp.ack_pending && qp->attr.timeout != 0)
-        bound = std::min(bound, ack_timeout_ns(qp->attr.timeout) / 2);
+    for (const Qp* qp : core.ack_pending) {
+      if (!qp->resp.ack_pending) continue;
+      if (qp->attr.timeout != 0) bound = std::min(bound, ack_timeout_ns(qp->attr.timeout) / 2);
+      if (awaits_ack(*qp)) bound = std::min(bound, core.hold_crossed_ns);
+    }
     return std::max<uint64_t>(bound, 1);
+  }
+  static bool awaits_ack(const Qp& qp) {
+    return is_reliable(qp.type) && qp.sending() && wire::psn_diff(qp.req.next_psn, qp.req.una) > 0;
   }
   // Performs held direct copies and what they let go (before a control verb or a poll).
   void drain_direct() {

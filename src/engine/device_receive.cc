@@ -166,14 +166,17 @@ void Device::Impl::dispatch(const WirePacket& pkt) {
   receive_connected(core, *qp, p, pkt, info.kind);
 }
 
-Device::ReceiveResult Device::receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns) {
+Device::ReceiveResult Device::receive(std::span<const WirePacket> batch, uint64_t hold_acks_ns,
+                                      uint64_t crossed_hold_ns) {
   Core& c = impl_->core;
   const uint64_t tx = c.ctr.tx_packets, atomics = c.ctr.rx_atomic,
                  replayed = c.ctr.duplicate_atomics_replayed;
   c.hold_acks_ns = hold_acks_ns;
+  c.hold_crossed_ns = crossed_hold_ns;
   for (const WirePacket& pkt : batch) impl_->dispatch(pkt);
   impl_->finish();
   c.hold_acks_ns = 0;
+  c.hold_crossed_ns = UINT64_MAX;
   ReceiveResult r;
   r.sent = static_cast<uint32_t>(c.ctr.tx_packets - tx);
   r.acks_held = c.held_acks_until != 0;

@@ -19,31 +19,13 @@ void Farewells::start(uint64_t now) {
 
 std::vector<const cm::GuardRecord*> Farewells::due(uint64_t now) {
   std::vector<const cm::GuardRecord*> out;
-  for (auto it = owed_.begin(); it != owed_.end();) {
-    Owed& o = it->second;
-    if (o.at > now) {
-      ++it;
-      continue;
-    }
-    if (o.sent == kTries) {  // no DREP after every try: the peer is gone too, or unreachable
-      ++unanswered_;
-      it = owed_.erase(it);
-      continue;
-    }
+  for (auto& [conn, o] : owed_) {
+    if (o.at > now) continue;
     out.push_back(&o.rec);
-    o.at = now + (kFirstTimeoutNs << o.sent);
     ++o.sent;
-    ++it;
+    o.at = o.sent == kTries ? UINT64_MAX : now + (kFirstGapNs << (o.sent - 1));
   }
   return out;
-}
-
-bool Farewells::answered(const cm::Endpoint& peer, uint32_t conn) {
-  auto it = owed_.find(conn);
-  if (it == owed_.end() || it->second.sent == 0 || !it->second.rec.to.same_address(peer))
-    return false;
-  owed_.erase(it);
-  return true;
 }
 
 uint64_t Farewells::next() const {

@@ -5,8 +5,7 @@
 // exits at once, so the program never waits on it), reads the process's keep/drop records until the
 // stream ends, which is when the process has exited, exec'd or been killed, and then sends the
 // DREQ of every connection still kept, from the process's address, as the kernel's CM does
-// for a killed process. A process that ends normally has dropped them all: nothing is sent.
-#include <poll.h>
+// for a killed process (each three times: guard/farewells.h). A process that ends normally has dropped them all: nothing is sent.
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -22,7 +21,6 @@
 #include "guard/farewells.h"
 #include "transport/udp/ip_address.h"
 #include "wire/cm_mad.h"
-#include "wire/headers.h"
 
 namespace {
 
@@ -63,27 +61,17 @@ bool read_records(int fd, vrnic::guard::Farewells& f) {
   }
 }
 
-// A socket on the process's address: its CM port 4791 once the process has let it go (a
-// DREP then comes back here), an ephemeral port if it is still held after 200 ms.
+// A socket on the process's address, on an ephemeral port: port 4791 there stays free for
+// the next program that takes the address (a restarted server).
 int open_socket(const Endpoint& from, uint16_t& port) {
   const IpAddress a = address_of(from);
   const int fd = socket(a.ipv6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   sockaddr_storage sa;
-  for (int i = 0; i < 10; ++i) {
-    if (bind(fd, reinterpret_cast<sockaddr*>(&sa), a.to_sockaddr(4791, sa)) == 0) {
-      port = 4791;
-      return fd;
-    }
-    usleep(20000);
-  }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), a.to_sockaddr(0, sa)) != 0) {
-    close(fd);
-    return -1;
-  }
-  socklen_t len = sizeof sa;
+  socklen_t len = a.to_sockaddr(0, sa);
   IpAddress bound;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0 ||
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &(len = sizeof sa)) != 0 ||
       !IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&sa), bound, &port)) {
     close(fd);
     return -1;
@@ -109,30 +97,11 @@ struct Sender {
     const socklen_t len = address_of(r.to).to_sockaddr(4791, sa);
     (void)!sendto(fd, pkt, sizeof pkt, 0, reinterpret_cast<sockaddr*>(&sa), len);
   }
-
-  // A datagram that came back: the DREP it carries, if any, answers one of ours.
-  void receive(vrnic::guard::Farewells& f) {
-    uint8_t buf[2048];
-    sockaddr_storage sa;
-    socklen_t len = sizeof sa;
-    const ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT,
-                               reinterpret_cast<sockaddr*>(&sa), &len);
-    IpAddress src;
-    if (n <= 0 || !IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&sa), src)) return;
-    vrnic::wire::Packet p;
-    if (vrnic::wire::parse_packet({buf, size_t(n)}, p) != vrnic::wire::ParseError::kOk) return;
-    const auto mad = vrnic::wire::cm::gsi_mad(p);
-    vrnic::wire::cm::Mad m;
-    if (mad.empty() || vrnic::wire::cm::parse_mad(mad, m) != vrnic::wire::cm::MadError::kOk)
-      return;
-    if (const auto* d = std::get_if<vrnic::wire::cm::Drep>(&m.msg))
-      f.answered(Endpoint{.ipv6 = src.ipv6, .ip = src.bytes, .port = 0}, d->remote_comm_id);
-  }
 };
 
-// Sends what is owed until each DREQ is answered or given up. One socket per address of the
-// process (a device has one).
-int farewell(vrnic::guard::Farewells& f) {
+// Sends what is owed on the policy's schedule. One socket per address of the process (a
+// device has one).
+void farewell(vrnic::guard::Farewells& f) {
   std::map<std::array<uint8_t, 16>, Sender> senders;
   f.start(now_ns());
   while (!f.done()) {
@@ -142,14 +111,9 @@ int farewell(vrnic::guard::Farewells& f) {
       s.send(*r);
     }
     const uint64_t next = f.next(), now = now_ns();
-    if (next == UINT64_MAX) break;
-    std::vector<pollfd> fds;
-    for (auto& [ip, s] : senders) fds.push_back({s.fd, POLLIN, 0});
-    poll(fds.data(), fds.size(), next <= now ? 0 : int((next - now) / 1000000 + 1));
-    for (auto& [ip, s] : senders) s.receive(f);
+    if (next != UINT64_MAX && next > now) usleep(useconds_t((next - now) / 1000));
   }
   for (auto& [ip, s] : senders) close(s.fd);
-  return f.unanswered() == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -174,5 +138,6 @@ int main(int argc, char** argv) {
   const bool clean = read_records(fd, f);
   close(fd);
   if (!clean) return 1;
-  return f.kept() == 0 ? 0 : farewell(f);
+  if (f.kept() > 0) farewell(f);
+  return 0;
 }

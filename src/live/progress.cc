@@ -58,7 +58,8 @@ void LiveNic::Impl::deliver(std::span<const engine::WirePacket> packets, uint64_
                             bool may_hold) {
   if (packets.empty()) return;
   const uint64_t hold_ns = may_hold ? sched().ack_hold_for_receive() : 0;
-  const engine::Device::ReceiveResult r = device->receive(packets, hold_ns);
+  const engine::Device::ReceiveResult r =
+      device->receive(packets, hold_ns, sched().ack_hold_crossed());
   if (may_hold && (r.sent > 0 || r.acks_held)) sched().on_receive_made_packets(now);
 }
 

@@ -15,6 +15,9 @@
 //    unless the program is a poller expected back (CallPattern, "coming back").
 //  - ACK hold. ACKs a receive makes wait for the program's answer, at most ack_hold_ns, while
 //    the program answers what it receives (CallPattern, "replies"); the engine holds them.
+//    Crossed: on a QP whose own packets still await the peer's ACK, at most
+//    ack_hold_crossed_ns (both sides sending at once, each holding the ACK the other's next
+//    send may wait for: a collective's exchange).
 //  - Coming back. After a poll that returned completions the thread is kicked back to the
 //    socket, unless the program came straight back the last times (CallPattern).
 //  - Cork. A post while the program busy-polls (an empty poll less than defer_ns ago), or a
@@ -37,6 +40,7 @@
 // thread_defer / thread_woke / thread_spins only by the progress thread, without it;
 // queue_spins by any receive-queue thread; every other method with the device lock held.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -94,6 +98,8 @@ class Scheduler {
   uint64_t ack_hold_for_receive() const {
     return pattern_.hold_receives() ? t_.ack_hold_ns : 0;
   }
+  // crossed_hold_ns for Device::receive: the hold on a QP whose own packets await an ACK.
+  uint64_t ack_hold_crossed() const { return std::min(t_.ack_hold_crossed_ns, t_.ack_hold_ns); }
   // A receive at `now` made packets (sent, or ACKs held).
   void on_receive_made_packets(uint64_t now) { pattern_.on_receive_made_packets(now); }
   // At a flush point: true if held ACKs are due (they leave; the prediction ends, since the

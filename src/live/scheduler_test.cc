@@ -160,6 +160,16 @@ TEST(Scheduler, ack_hold__a_program_that_answers_has_its_acks_held_for_ack_hold_
   EXPECT_EQ(s.ack_hold_for_receive(), 250 * kUs);
 }
 
+// Crossed holds (both sides sending at once) are bounded by ack_hold_crossed_ns, never above
+// the hold itself.
+TEST(Scheduler, ack_hold__crossed_bound_is_ack_hold_crossed_ns_within_ack_hold_ns) {
+  Timing t = timing();
+  t.ack_hold_crossed_ns = 20 * kUs;
+  EXPECT_EQ(Scheduler(t).ack_hold_crossed(), 20 * kUs);
+  t.ack_hold_ns = 5 * kUs;
+  EXPECT_EQ(Scheduler(t).ack_hold_crossed(), 5 * kUs);
+}
+
 TEST(Scheduler, ack_hold__a_late_answer_holds_nothing) {
   Scheduler s(timing());
   exchange(s, kT, 250 * kUs);

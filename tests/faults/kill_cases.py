@@ -111,6 +111,14 @@ def case_rstream_kill(r, name, spec, port, timeout):
     victim[1].send_signal(signal.SIGKILL)  # `vrnic run` execs rstream: this is rstream
     victim[1].wait()
     killed = time.time()
+    # The guard sends from an ephemeral port: the killed program's address is free at once
+    # for the next program (a restarted server).
+    victim_ip = "127.0.0.1" if spec["kill"] == "server" else "127.0.0.2"
+    again = subprocess.run([r.vrnic, "run", "--ip", victim_ip, "--", "ibv_devinfo"],
+                           capture_output=True, text=True, timeout=30)
+    if again.returncode != 0:
+        problems.append(f"a new program on {victim_ip} right after the kill: exit "
+                        f"{again.returncode}: {again.stderr.strip()}")
     try:
         rc = survivor[1].wait(timeout=30)
         print(f"{survivor[0]} exited with {rc}, {time.time() - killed:.1f} s after the kill")
