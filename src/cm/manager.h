@@ -151,7 +151,8 @@ class Manager {
   uint64_t new_tid();
   uint64_t response_timeout_ns(uint8_t exponent) const;
 
-  void set_state(Conn& c, State s);  // and tells the witness what entering or leaving kEstablished changes
+  // Sets the state, and tells the witness when a connection enters or leaves kEstablished.
+  void set_state(Conn& c, State s);
   void send(const Conn& c, const wire::cm::Message& msg, uint64_t tid);
   void send_to(const Endpoint& from, const Endpoint& to, const wire::cm::Message& msg,
                uint64_t tid);

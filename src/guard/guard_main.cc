@@ -2,10 +2,11 @@
 //
 // Started by the process's CM (src/rdmacm/guard_link.cc) on its first established connection,
 // with one end of a stream socket pair: `vrnic-guard --fd N`. It detaches (its first process
-// exits at once, so the program never waits on it), reads the process's keep/drop records until the
-// stream ends, which is when the process has exited, exec'd or been killed, and then sends the
-// DREQ of every connection still kept, from the process's address, as the kernel's CM does
-// for a killed process (each three times: guard/farewells.h). A process that ends normally has dropped them all: nothing is sent.
+// exits at once, so the program never waits on it), reads the process's keep/drop records
+// until the stream ends, which is when the process has exited, exec'd or been killed, and
+// then sends the DREQ of every connection still kept, from the process's address, as the
+// kernel's CM does for a killed process (each three times: guard/farewells.h). A process that
+// ends normally has dropped them all: nothing is sent.
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -41,7 +42,8 @@ IpAddress address_of(const Endpoint& e) {
   return a;
 }
 
-// Reads records until the stream ends. False on a read error or a record this build cannot read.
+// Reads records until the stream ends. False on a read error or a record this build cannot
+// read.
 bool read_records(int fd, vrnic::guard::Farewells& f) {
   GuardRecord::Bytes buf;
   size_t have = 0;

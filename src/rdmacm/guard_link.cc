@@ -30,8 +30,8 @@ GuardLink::~GuardLink() {
 
 // The guard gets one end of a stream socket pair (as --fd N; a pipe would raise SIGPIPE here
 // if the guard were gone); this process keeps the other, closed on exec, so that only this
-// process's end of life ends the stream. The guard's first process exits
-// at once (it detaches) and is reaped here, so the program never sees an extra child.
+// process's end of life ends the stream. The guard's first process exits at once (it
+// detaches) and is reaped here, so the program never sees an extra child.
 bool GuardLink::start() {
   if (fd_ >= 0) return true;
   if (failed_) return false;

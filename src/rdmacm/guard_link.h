@@ -11,11 +11,11 @@ namespace vrnic::rdmacm {
 
 // The kernel's CM ends the connections of a process that is killed (a DREQ for each); vrnic's
 // CM dies with its process. This Witness starts vrnic-guard on the first established
-// connection and tells it, over a socket pair, each connection's DREQ and when it is no longer owed;
-// the guard sends those still owed once the stream ends (the process has gone).
+// connection and tells it, over a socket pair, each connection's DREQ and when it is no
+// longer owed; the guard sends those still owed once the stream ends (the process has gone).
 class GuardLink final : public cm::Witness {
  public:
-  // VRNIC_CM_GUARD names the guard program (`vrnic run` sets it); null if unset, empty or 0.
+  // VRNIC_CM_GUARD names the guard program (`vrnic run` sets it); null if unset, "" or "0".
   static std::unique_ptr<GuardLink> from_env();
   explicit GuardLink(std::string program) : program_(std::move(program)) {}
   ~GuardLink() override;
