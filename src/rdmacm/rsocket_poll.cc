@@ -52,9 +52,13 @@ short ready_events(Socket& s, bool arm) {
   if (s.peer_fin) ev |= POLLRDHUP;
   if (can_send(s) || s.wr_shut || s.peer_gone) ev |= POLLOUT;
   // The connection is over (the peer's DISCONNECT, its SHUTDOWN after ours, the CM's
-  // DISCONNECTED: rdma-core's rs_disconnected): POLLHUP, as its rs_poll_rs reports it. A
-  // peer's SHUTDOWN alone ends only the reading: POLLIN and POLLRDHUP.
-  if (s.peer_gone) ev |= POLLHUP;
+  // DISCONNECTED: rdma-core's rs_disconnected): POLLHUP, as its rs_poll_rs reports it, but
+  // only once what arrived before has been read (or this side's writing is shut too).
+  // rdma-core reports it with data still unread, and `rstream -T a`, which ends on any
+  // POLLHUP, then fails at the end of a good run whenever the peer's DISCONNECT overtakes its
+  // last read. A peer's SHUTDOWN alone ends only the reading: POLLIN and POLLRDHUP.
+  const bool unread = s.flow && s.flow->has_data();
+  if (s.peer_gone && (s.wr_shut || !unread)) ev |= POLLHUP;
   return ev;
 }
 

@@ -247,6 +247,21 @@ TEST_F(RsocketStreamWire, rrecv__peer_shutdown__end_of_stream_half_close_then_di
   ASSERT_EQ(peer_.next_imm(), 0xe0000000u);  // reading ended too: DISCONNECT, as rdma-core
 }
 
+TEST_F(RsocketStreamWire, rpoll__peer_disconnect_after_data__pollhup_once_the_data_is_read) {
+  ASSERT_NO_FATAL_FAILURE(connect_to_peer(8));
+  ASSERT_TRUE(peer_sends(0, bytes("last")));
+  ASSERT_TRUE(peer_.write(0, 0, {}, 0xe0000000u));  // DISCONNECT right behind the data
+  pollfd p{fd_, POLLIN, 0};
+  ASSERT_EQ(rpoll(&p, 1, 1000), 1);
+  EXPECT_EQ(p.revents & (POLLIN | POLLHUP), POLLIN);  // the data first
+  char buf[8];
+  ASSERT_EQ(rrecv(fd_, buf, sizeof buf, MSG_WAITALL), 4);
+  p.revents = 0;
+  ASSERT_EQ(rpoll(&p, 1, 1000), 1);
+  EXPECT_EQ(p.revents & (POLLIN | POLLHUP), POLLIN | POLLHUP);  // then the hang-up
+  EXPECT_EQ(rrecv(fd_, buf, sizeof buf, 0), 0);
+}
+
 TEST_F(RsocketStreamWire, rsend__after_peer_disconnect__epipe_nothing_more_sent) {
   ASSERT_NO_FATAL_FAILURE(connect_to_peer(8));
   ASSERT_TRUE(peer_.write(0, 0, {}, 0xe0000000u));
