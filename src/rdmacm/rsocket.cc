@@ -100,7 +100,8 @@ RDMACM_EXPORT size_t riowrite(int fd, const void* buf, size_t count, off_t offse
   size_t done = 0;
   while (done < count) {
     if (s.state != State::kConnected || !s.flow) return done ? done : size_t(fail(ENOTCONN));
-    if (s.peer_gone || s.wr_shut) return done ? done : size_t(fail(EPIPE));
+    if (s.peer_gone) return done ? done : size_t(fail(ECONNRESET));  // as rdma-core's riowrite
+    if (s.wr_shut) return done ? done : size_t(fail(EPIPE));
     const uint64_t at = uint64_t(offset) + done;
     const IomapEntry* win = s.flow->find_iomap(at);
     if (!win) return done ? done : size_t(fail(EINVAL));

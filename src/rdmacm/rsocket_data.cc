@@ -95,7 +95,10 @@ ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr
   size_t done = 0;
   for (;;) {
     if (s.state == State::kError) return done ? ssize_t(done) : fail(s.conn_error);
-    if (s.wr_shut || s.peer_gone) return done ? ssize_t(done) : fail(EPIPE);
+    // rdma-core's rsend: ECONNRESET once the connection is no longer writable; after this
+    // side's own SHUT_WR vrnic sends nothing more and says EPIPE, as a kernel socket.
+    if (s.peer_gone) return done ? ssize_t(done) : fail(ECONNRESET);
+    if (s.wr_shut) return done ? ssize_t(done) : fail(EPIPE);
     if (s.state != State::kConnected && !pre_connect(s.state)) return fail(ENOTCONN);
     // I/O maps opened before this call reach the peer before its data.
     const int maps = s.state == State::kConnected ? announce_maps(s) : EAGAIN;
