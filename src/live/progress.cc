@@ -3,6 +3,7 @@
 // decisions are the Scheduler's; this file holds the locks and makes the system calls.
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -184,8 +185,14 @@ void LiveNic::Impl::progress_loop() {
       deadline = sched().thread_deadline(now, serviced_datagrams, v);
     }
     if (more) continue;  // the socket still holds packets: no need to ask poll
-    if (sched().thread_spins(clock.now_ns())) {
-      cpu_relax();
+    const uint64_t now = clock.now_ns();
+    if (sched().thread_spins(now)) {
+      // Spinning, the thread gives way every few µs to a thread waiting for its CPU: on a
+      // machine whose cores the polling programs hold, the program it would keep off is most
+      // often its own, which then cannot call, so the thread would find it gone and spin on
+      // (docs/live.md, "The progress thread").
+      if (sched().spin_yields(now)) sched_yield();
+      else cpu_relax();
       continue;
     }
     thread_sleep_until(deadline);

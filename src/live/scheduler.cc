@@ -27,6 +27,13 @@ Scheduler::CallStart Scheduler::on_call_start(uint64_t now, bool post_send) {
 Scheduler::CallEnd Scheduler::on_call_end(uint64_t end, uint64_t held_acks_deadline,
                                           const DeviceView& v) {
   prev_call_end_ns_ = end;
+  // The program was here until the end of its call (a poll that sends a batch and receives
+  // can take longer than defer_ns): the deferral counts from then. Not after a poll that
+  // ended the deferral (on_end_deferral: the thread must watch the socket).
+  uint64_t entry = last_app_ns_.load(std::memory_order_relaxed);
+  while (entry != 0 && entry < end &&
+         !last_app_ns_.compare_exchange_weak(entry, end, std::memory_order_relaxed)) {
+  }
   CallEnd e;
   e.release_acks = acks_due(end, held_acks_deadline);  // no answer came in time
   // Held-back packets or copies: the program's next call sends them, or a deferring thread

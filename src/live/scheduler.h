@@ -4,15 +4,18 @@
 // time (scheduler_test.cc). docs/live.md says why each rule is there, with its measurements.
 //
 // The rules:
-//  - Defer. While the program called into the device less than defer_ns ago, it moves its
-//    own packets (poll_cq receives, runs the timers): the progress thread keeps off the lock
-//    and the CPU, asleep on its kick eventfd.
+//  - Defer. While the program called into the device less than defer_ns ago (counted from
+//    the end of a call: a poll that sends and receives a batch can outlast defer_ns), it
+//    moves its own packets (poll_cq receives, runs the timers): the progress thread keeps
+//    off the lock and the CPU, asleep on its kick eventfd.
 //  - Back-off. A deferring thread that finds the program still there looks again twice as
 //    late each time, up to recheck_max_ns; a kick starts again at defer_ns.
 //  - Quiet wire. While only direct copies move (no packet since the last poll that returned
 //    completions), the deferral is at least kQuietDeferNs.
 //  - Spin. After it received packets the thread looks again without sleeping for spin_ns,
-//    unless the program is a poller expected back (CallPattern, "coming back").
+//    unless the program is a poller expected back (CallPattern, "coming back"); every
+//    kSpinYieldNs it offers its CPU (sched_yield) if the program called in the last
+//    kSpinYieldWithinNs: the program may be waiting for that CPU, unable to call.
 //  - ACK hold. ACKs a receive makes wait for the program's answer, at most ack_hold_ns, while
 //    the program answers what it receives (CallPattern, "replies"); the engine holds them.
 //    Crossed: on a QP whose own packets still await the peer's ACK, at most
@@ -65,13 +68,18 @@ class Scheduler {
   static constexpr uint64_t kQuietDeferNs = 50'000;     // deferral while only copies move
   static constexpr int kBatchesPerHold = 8;             // receive batches per lock hold
   static constexpr uint64_t kPendingTxLookNs = 1'000'000;  // work held back without a timer
+  static constexpr uint64_t kSpinYieldNs = 5'000;         // a spinning thread's CPU offers
+  static constexpr uint64_t kSpinYieldWithinNs = 1'000'000;  // ... to a program this recent
 
   explicit Scheduler(const Timing& t) : t_(t), pattern_(t.ack_hold_ns, t.defer_ns) {}
   const Timing& timing() const { return t_; }
 
   // ---- the program's calls --------------------------------------------------------------------
   // A program thread is about to take the device lock (any verb, poll_cq included).
-  void on_program_entry(uint64_t now) { last_app_ns_.store(now, std::memory_order_relaxed); }
+  void on_program_entry(uint64_t now) {
+    last_app_ns_.store(now, std::memory_order_relaxed);
+    last_entry_ns_.store(now, std::memory_order_relaxed);
+  }
   struct CallStart {
     bool cork = false;         // queue the call's packets in the port (the doorbell batch)
     bool hold_direct = false;  // leave the call's direct copies queued (a burst)
@@ -122,6 +130,15 @@ class Scheduler {
   bool thread_spins(uint64_t now) const {
     return t_.spin_ns != 0 && !polls_back_ && now - rx_at_ < t_.spin_ns;
   }
+  // While it spins: true every kSpinYieldNs if the program called in the last
+  // kSpinYieldWithinNs (it may be waiting for this CPU), when the thread offers its CPU
+  // (sched_yield). A program long out of the device (a passive responder) is not asked.
+  bool spin_yields(uint64_t now) {
+    if (now - yielded_at_ < kSpinYieldNs) return false;
+    if (now - last_entry_ns_.load(std::memory_order_relaxed) >= kSpinYieldWithinNs) return false;
+    yielded_at_ = now;
+    return true;
+  }
   // A timer the last call or queue thread armed is earlier than the thread's deadline: true
   // if the thread must be woken to recompute it (not while it defers).
   bool timer_kick(uint64_t next_timer_ns);
@@ -153,6 +170,7 @@ class Scheduler {
 
   Timing t_;
   CallPattern pattern_;
+  std::atomic<uint64_t> last_entry_ns_{0};  // the program's last entry, never cleared
   std::atomic<uint64_t> last_app_ns_{0};  // the program's last entry (0: it said it leaves)
   std::atomic<bool> wire_quiet_{false};   // the last poll with completions moved no packet
   std::atomic<bool> deferring_{false};    // the thread is in its deferral sleep
@@ -167,6 +185,7 @@ class Scheduler {
   uint64_t backoff_ = 0;      // the next deferral look (0: at the deferral)
   uint64_t last_defer_ = 0;   // the deferral of the last thread_defer
   uint64_t rx_at_ = 0;        // when the thread last received packets
+  uint64_t yielded_at_ = 0;   // when the spinning thread last offered its CPU
   bool polls_back_ = false;   // the program polls and is expected back, at the last service
 };
 

@@ -47,6 +47,26 @@ TEST(Scheduler, defer__end_deferral_releases_the_thread_at_once) {
   EXPECT_FALSE(s.on_end_deferral());  // no longer deferring: no kick
 }
 
+TEST(Scheduler, defer__counts_from_the_end_of_a_long_call) {
+  // A poll that sends a batch and receives one can outlast defer_ns: the program is in the
+  // device all that time, so the deferral runs from the call's end.
+  Scheduler s(timing());
+  s.on_program_entry(kT);
+  s.on_call_end(kT + 80 * kUs, kNever, {});
+  Scheduler::Defer d = s.thread_defer(kT + 100 * kUs);
+  EXPECT_TRUE(d.defer);
+  EXPECT_EQ(d.wait_ns, 30 * kUs);
+  EXPECT_FALSE(s.thread_defer(kT + 130 * kUs).defer);  // the bound: defer_ns after the end
+}
+
+TEST(Scheduler, defer__a_calls_end_does_not_undo_an_ended_deferral) {
+  Scheduler s(timing());
+  make_thread_defer(s, kT);
+  s.on_poll_end(kT + kUs, 1, 1);  // completions, the program not known to come back
+  s.on_call_end(kT + 2 * kUs, kNever, {});
+  EXPECT_FALSE(s.thread_defer(kT + 3 * kUs).defer);  // the thread watches the socket
+}
+
 TEST(Scheduler, defer__zero_defer_ns_never_defers) {
   Timing t = timing();
   t.defer_ns = 0;
@@ -136,6 +156,23 @@ TEST(Scheduler, spin__not_for_a_poller_expected_back_nor_with_zero_spin_ns) {
   Scheduler z(t);
   z.thread_deadline(kT, true, {});
   EXPECT_FALSE(z.thread_spins(kT + 1));
+}
+
+TEST(Scheduler, spin__offers_the_cpu_every_spin_yield_ns_to_a_program_that_called_lately) {
+  Scheduler s(timing());
+  s.on_program_entry(kT);
+  s.thread_deadline(kT + 60 * kUs, true, {});  // the program quiet for 60 µs: the thread spins
+  ASSERT_TRUE(s.thread_spins(kT + 61 * kUs));
+  EXPECT_TRUE(s.spin_yields(kT + 61 * kUs));
+  EXPECT_FALSE(s.spin_yields(kT + 61 * kUs + Scheduler::kSpinYieldNs - 1));
+  EXPECT_TRUE(s.spin_yields(kT + 61 * kUs + Scheduler::kSpinYieldNs));  // the period
+  // A program out of the device for kSpinYieldWithinNs (a passive responder) is not asked.
+  const uint64_t later = kT + Scheduler::kSpinYieldWithinNs;
+  s.thread_deadline(later, true, {});
+  ASSERT_TRUE(s.thread_spins(later + kUs));
+  EXPECT_FALSE(s.spin_yields(later + kUs));
+  s.on_program_entry(later + 2 * kUs);
+  EXPECT_TRUE(s.spin_yields(later + 3 * kUs));
 }
 
 TEST(Scheduler, spin__a_queue_thread_spins_spin_ns_after_its_packets) {
