@@ -13,7 +13,7 @@ namespace vrnic::live {
 
 // The timing rules' parameters (live/scheduler.h says what each does).
 struct Timing {
-  uint64_t defer_ns = 50'000;          // VRNIC_DEFER_US
+  uint64_t defer_ns = 200'000;         // VRNIC_DEFER_US
   uint64_t recheck_max_ns = 4'000'000; // VRNIC_RECHECK_MAX_US
   uint64_t spin_ns = 50'000;           // VRNIC_SPIN_US
   uint64_t ack_hold_ns = 250'000;      // VRNIC_ACK_HOLD_US

@@ -40,7 +40,7 @@ TEST(LiveConfig, parse__nothing_set__the_defaults) {
   EXPECT_FALSE(c.direct);
   EXPECT_FALSE(c.stats);
   EXPECT_FALSE(c.debug);
-  EXPECT_EQ(c.timing.defer_ns, 50'000u);
+  EXPECT_EQ(c.timing.defer_ns, 200'000u);
   EXPECT_EQ(c.timing.recheck_max_ns, 4'000'000u);
   EXPECT_EQ(c.timing.spin_ns, 50'000u);
   EXPECT_EQ(c.timing.ack_hold_ns, 250'000u);
@@ -93,7 +93,7 @@ TEST(LiveConfig, parse__an_empty_value_is_not_set) {
   std::string error;
   ASSERT_TRUE(parse({{"VRNIC_DEFER_US", ""}, {"VRNIC_DIRECT", ""}, {"VRNIC_RX_QUEUES", ""}}, c,
                     error));
-  EXPECT_EQ(c.timing.defer_ns, 50'000u);
+  EXPECT_EQ(c.timing.defer_ns, 200'000u);
   EXPECT_FALSE(c.direct);
   EXPECT_EQ(c.rx_queues, 1u);
 }
