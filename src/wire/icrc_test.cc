@@ -228,5 +228,22 @@ TEST(Icrc, icrc_with_ip_id_change__equals_a_full_recompute) {
   }
 }
 
+TEST(Icrc, icrc_with_ip_id_change__interleaved_lengths_each_their_own) {
+  // More lengths than the per-thread bases hold, revisited in turn: every answer is still
+  // that length's (an entry replaced or found is never another length's).
+  std::vector<std::vector<uint8_t>> packets;
+  for (size_t n = 0; n < 12; ++n) packets.push_back(packet(v4(0), 100 * n + 4, uint32_t(n)));
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < packets.size(); i += (round == 1 ? 2 : 1)) {
+      const auto transport =
+          std::span<const uint8_t>(packets[i]).first(packets[i].size() - kIcrcSize);
+      const uint32_t at0 = compute_icrc(v4(0), transport);
+      EXPECT_EQ(icrc_with_ip_id_change(at0, transport.size(), 0x1234),
+                compute_icrc(v4(0x1234), transport))
+          << round << " " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vrnic::wire
