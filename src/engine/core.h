@@ -44,6 +44,12 @@ class Core {
   MemoryTable mem;
   PacketAuth auth;  // keys of authenticated QPs (packet_auth.h), used by tx and receive
   TxBatch tx;
+  // While set, the packets engine calls make stay in tx (up to its kMaxBatch) instead of
+  // leaving at each call's end: a doorbell batch sent by Device::flush_tx in one system call.
+  bool tx_hold = false;
+  void send_tx() {
+    if (!tx_hold) tx.flush(port);
+  }
   wire::IpUdpInfo local_ip;  // source address from the device GID
   uint32_t gsi_psn = 0;      // QP1's send PSN
   UdTables ud;               // address handles and multicast groups (ud.cc)
@@ -102,7 +108,7 @@ class Core {
   uint32_t direct_signaled = 0;  // of those, the ones that complete with a CQE
   uint64_t direct_first_ns = 0;  // when the oldest of them was submitted
   // While set, engine calls leave submitted copies queued (a doorbell batch, like the port's
-  // cork); the caller flushes (Device::direct_flush, or any poll_cq).
+  // tx_hold); the caller flushes (Device::direct_flush, or any poll_cq).
   bool direct_hold = false;
   // Performs the queued copies: completed WQEs retire (CQEs), failed ones go back to their
   // send queues to be sent on the wire; their QPs are made ready (requester_direct.cc).

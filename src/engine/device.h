@@ -223,6 +223,13 @@ class Device {
   void direct_flush();
   bool direct_queued() const;
 
+  // The doorbell batch: while held, the packets engine calls make wait in the device's
+  // transmit batch (the 64th of them sends the batch); flush_tx sends them in one
+  // PacketPort::send, in the order they were made. Packets later calls make go after them.
+  void set_tx_hold(bool hold);
+  void flush_tx();
+  bool tx_queued() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -67,7 +67,7 @@ struct Device::Impl {
       core.direct_flush();  // makes the QPs ready: WQEs behind the copies may go now
     }
     if (acks_wait) settle_acks();
-    core.tx.flush(core.port);
+    core.send_tx();
     core.tx_mark = core.ctr.tx_packets;
     core.acks_mark = core.acks_queued;
   }
@@ -75,7 +75,7 @@ struct Device::Impl {
   void release_held_acks() {
     if (core.held_acks_until == 0) return;
     flush_acks();
-    core.tx.flush(core.port);
+    core.send_tx();
     core.tx_mark = core.ctr.tx_packets;
   }
   void flush_acks() {

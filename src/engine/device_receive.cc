@@ -222,6 +222,10 @@ void Device::set_direct_hold(bool hold) { impl_->core.direct_hold = hold; }
 void Device::direct_flush() { impl_->drain_direct(); }
 bool Device::direct_queued() const { return !impl_->core.direct_ops.empty(); }
 
+void Device::set_tx_hold(bool hold) { impl_->core.tx_hold = hold; }
+void Device::flush_tx() { impl_->core.tx.flush(impl_->core.port); }
+bool Device::tx_queued() const { return impl_->core.tx.pending() > 0; }
+
 void Device::qp_rates(std::vector<QpRate>& out) const {
   out.clear();
   for (auto& [qpn, qp] : impl_->qps) {

@@ -180,7 +180,7 @@ void LiveNic::Impl::finish() {
   finished = true;
   device->direct_flush();  // releases the pins held in peers' tables
   device->release_acks();
-  port->flush();
+  device->flush_tx();
   if (pcap) pcap->flush();
   if (config.stats)
     std::fprintf(stderr, "vrnic: %s %s (%s, pid %d) counters:\n%s", name.c_str(),

@@ -78,17 +78,17 @@ uint64_t LiveNic::syscall_mark() const {
 uint64_t LiveNic::before_call_locked(bool post_send, uint64_t now) {
   const Scheduler::CallStart s = sched_.on_call_start(now, post_send);
   device_->set_direct_hold(s.hold_direct);
-  impl_->port->set_cork(s.cork);
+  device_->set_tx_hold(s.cork);
   return syscall_mark();
 }
 
 void LiveNic::after_call_locked(uint64_t start, uint64_t mark) {
   const uint64_t end = syscall_mark() == mark ? start : monotonic_ns();
-  impl_->port->set_cork(false);
+  device_->set_tx_hold(false);
   device_->set_direct_hold(false);
   const Scheduler::CallEnd e = sched_.on_call_end(end, device_->held_acks_deadline(), impl_->view());
   if (e.release_acks) {
-    impl_->port->flush();
+    device_->flush_tx();
     device_->release_acks();
   }
   if (e.kick) kick();

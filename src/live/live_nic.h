@@ -126,9 +126,9 @@ class LiveNic {
  private:
   explicit LiveNic(const Timing& timing);
   ~LiveNic();
-  // mu_ held: corks the port for a doorbell batch; returns syscall_mark() for the end.
+  // mu_ held: holds the device's packets for a doorbell batch (cork); returns syscall_mark() for the end.
   uint64_t before_call_locked(bool post_send, uint64_t start);
-  // mu_ held: uncorks, sends held packets that are due, wakes the thread if it must.
+  // mu_ held: lets go of the hold, sends held ACKs that are due, wakes the thread if it must.
   // start, mark: the call's beginning.
   void after_call_locked(uint64_t start, uint64_t mark);
   // What the device has done that takes time (datagrams sent or received, direct copies):

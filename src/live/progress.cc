@@ -37,7 +37,7 @@ void cpu_relax() {
 DeviceView LiveNic::Impl::view() const {
   DeviceView v;
   v.next_timer_ns = device->next_timer_ns();
-  v.port_queued = port->queued() > 0;
+  v.tx_queued = device->tx_queued();
   v.direct_queued = device->direct_queued();
   return v;
 }
@@ -51,7 +51,7 @@ void LiveNic::Impl::kick() {
 // ---- servicing (mu_ held) -----------------------------------------------------------------
 
 void LiveNic::Impl::flush(uint64_t now) {
-  port->flush();
+  device->flush_tx();
   if (sched().acks_due(now, device->held_acks_deadline())) device->release_acks();
 }
 

@@ -38,7 +38,7 @@ Scheduler::CallEnd Scheduler::on_call_end(uint64_t end, uint64_t held_acks_deadl
   e.release_acks = acks_due(end, held_acks_deadline);  // no answer came in time
   // Held-back packets or copies: the program's next call sends them, or a deferring thread
   // at its next look; a sleeping one must be woken.
-  if (v.port_queued || v.direct_queued) e.kick = kick_unless_deferring();
+  if (v.tx_queued || v.direct_queued) e.kick = kick_unless_deferring();
   // An earlier timer (a held ACK's deadline included): a sleeping thread recomputes its
   // deadline. A deferring one need not: the program's polls run the timers meanwhile.
   else e.kick = timer_kick(v.next_timer_ns);

@@ -24,8 +24,8 @@
 //  - Coming back. After a poll that returned completions the thread is kicked back to the
 //    socket, unless the program came straight back the last times (CallPattern).
 //  - Cork. A post while the program busy-polls (an empty poll less than defer_ns ago), or a
-//    post_send right after a post_send within kBurstGapNs, queues its packets in the port
-//    until the next poll_cq (the doorbell batch).
+//    post_send right after a post_send within kBurstGapNs, holds its packets in the device's
+//    transmit batch (Device::set_tx_hold) until the next poll_cq (the doorbell batch).
 //  - Burst. A call less than kBurstGapNs after the end of the program's previous call holds
 //    its direct copies, and so does every call after it until the next poll.
 //  - Kick. Work left for later (a corked batch, held copies, a timer earlier than the one
@@ -57,7 +57,7 @@ inline constexpr uint64_t kNever = UINT64_MAX;
 // What the device and its port hold when a decision is made (read under the device lock).
 struct DeviceView {
   uint64_t next_timer_ns = kNever;       // the engine's next timer (held ACKs' included)
-  bool port_queued = false;              // a doorbell batch waits in the port
+  bool tx_queued = false;                // a doorbell batch waits in the device
   bool direct_queued = false;            // direct copies wait (a burst)
   bool pending_tx = false;               // the engine holds work back without a timer
 };
@@ -81,7 +81,7 @@ class Scheduler {
     last_entry_ns_.store(now, std::memory_order_relaxed);
   }
   struct CallStart {
-    bool cork = false;         // queue the call's packets in the port (the doorbell batch)
+    bool cork = false;         // hold the call's packets in the device (the doorbell batch)
     bool hold_direct = false;  // leave the call's direct copies queued (a burst)
   };
   CallStart on_call_start(uint64_t now, bool post_send);

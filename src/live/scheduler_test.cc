@@ -322,7 +322,7 @@ TEST(Scheduler, burst__zero_defer_ns_never_holds_or_corks) {
 TEST(Scheduler, kick__held_packets_or_copies_wake_a_sleeping_thread_not_a_deferring_one) {
   Scheduler s(timing());
   DeviceView corked;
-  corked.port_queued = true;
+  corked.tx_queued = true;
   DeviceView copies;
   copies.direct_queued = true;
   EXPECT_TRUE(s.on_call_end(kT, kNever, corked).kick);

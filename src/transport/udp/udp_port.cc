@@ -289,36 +289,6 @@ int UdpPort::send_fd_for(uint16_t src_port) {
 
 // ---- send ---------------------------------------------------------------------------------
 
-void UdpPort::send(std::span<const engine::WirePacket> batch) {
-  if (corked_) {
-    enqueue(batch);
-    return;
-  }
-  flush();  // what was queued goes first: packets leave in the order the engine made them
-  send_now(batch);
-}
-
-void UdpPort::enqueue(std::span<const engine::WirePacket> batch) {
-  if (queue_.size() < kMaxCorked) {
-    queue_.resize(kMaxCorked);
-    queue_bufs_.resize(kMaxCorked);
-  }
-  for (const engine::WirePacket& p : batch) {
-    if (queued_ == kMaxCorked) flush();
-    queue_bufs_[queued_].assign(p.data.begin(), p.data.end());
-    queue_[queued_] = p;
-    queue_[queued_].data = queue_bufs_[queued_];
-    ++queued_;
-  }
-}
-
-void UdpPort::flush() {
-  if (queued_ == 0) return;
-  size_t n = queued_;
-  queued_ = 0;
-  send_now({queue_.data(), n});
-}
-
 void UdpPort::debug(const char* fmt, ...) const {
   if (options_.debug_log == nullptr) return;
   char line[400];
@@ -353,7 +323,7 @@ std::span<const engine::WirePacket> UdpPort::grouped_by_port(
   return by_port_;
 }
 
-void UdpPort::send_now(std::span<const engine::WirePacket> batch) {
+void UdpPort::send(std::span<const engine::WirePacket> batch) {
   batch = grouped_by_port(batch);
   size_t i = 0;
   while (i < batch.size()) {

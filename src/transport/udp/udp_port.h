@@ -111,15 +111,6 @@ class UdpPort final : public engine::PacketPort {
   // interface; receive() reads it too. IPv6 groups are not joined (returns false).
   bool set_multicast(const std::array<uint8_t, 16>& group, bool ipv6, bool join) override;
 
-  // Corking (the doorbell batch): while corked, send() copies packets into a queue instead
-  // of sending them; flush() sends the queue in one batch (sendmmsg, UDP_SEGMENT). A queue
-  // of kMaxCorked packets flushes itself. Uncorking does not flush; the next uncorked send()
-  // sends the queue first: packets leave in the order they came.
-  void set_cork(bool on) { corked_ = on; }
-  void flush();
-  size_t queued() const { return queued_; }
-  static constexpr size_t kMaxCorked = 64;
-
   // Receives, without blocking, the packets waiting on the first queue and the multicast
   // groups, up to batch.capacity() datagrams (one after a lone datagram on a quiet socket);
   // batch.packets() then holds them. Returns their number (0 if none); batch.full() says
@@ -156,9 +147,7 @@ class UdpPort final : public engine::PacketPort {
   bool read_header(const msghdr& h, engine::WirePacket& p, size_t& gro_size) const;
   int send_fd_for(uint16_t src_port);
   void send_run(int fd, std::span<const engine::WirePacket> run);
-  void send_now(std::span<const engine::WirePacket> batch);
   std::span<const engine::WirePacket> grouped_by_port(std::span<const engine::WirePacket> batch);
-  void enqueue(std::span<const engine::WirePacket> batch);  // copies into queue_
   void debug(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
   size_t gso_group_end(std::span<const engine::WirePacket> run, size_t k) const;
 
@@ -181,12 +170,8 @@ class UdpPort final : public engine::PacketPort {
   int granted_rcvbuf_ = 0;
   bool gso_ = false;  // send groups with UDP_SEGMENT (cleared if the kernel refuses)
   bool gro_ = false;  // UDP_GRO granted on the receive socket
-  bool corked_ = false;
-  size_t queued_ = 0;
   std::vector<engine::WirePacket> by_port_;  // grouped_by_port's copy
   std::vector<uint16_t> ports_seen_;           // grouped_by_port's ports, first seen first
-  std::vector<engine::WirePacket> queue_;        // kMaxCorked entries, the first queued_ used
-  std::vector<std::vector<uint8_t>> queue_bufs_;  // their bytes (capacity kept: no allocation once warm)
   std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use
   std::vector<SendSocket> extra_;    // sockets for source ports outside the pool
   UdpPortStats tx_stats_;  // the send side's counts (received ones are per queue)
