@@ -89,12 +89,21 @@ bool cc_window_holds(const Qp& qp, uint32_t in_flight_packets) {
          uint64_t{in_flight_packets} * qp.mtu() >= ctl->window_bytes();
 }
 
+namespace {
+uint32_t ack_interval_of(const RateControl* ctl) {
+  const uint32_t n = ctl != nullptr ? ctl->ack_interval() : 0;
+  return n != 0 ? n : kAckReqInterval;
+}
+}  // namespace
+
+uint32_t cc_ack_interval(Core& c, Qp& qp) { return ack_interval_of(controller(c, qp)); }
+
 bool cc_acks_every_packet(const Qp& qp, uint32_t bytes, uint64_t ack_timeout_ns) {
   const Dcqcn* rp = qp.cc.rp.get();
   const RateControl* ctl = qp.cc.ctl.get();
   const double rate = ctl ? ctl->rate_bps() : rp && rp->limited() ? rp->rate_bps() : 0;
   if (rate <= 0 || ack_timeout_ns == 0) return false;
-  const double interval_ns = kAckReqInterval * static_cast<double>(bytes) * 8e9 / rate;
+  const double interval_ns = ack_interval_of(ctl) * static_cast<double>(bytes) * 8e9 / rate;
   return interval_ns * 4 >= static_cast<double>(ack_timeout_ns);
 }
 

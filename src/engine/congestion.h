@@ -25,10 +25,14 @@ bool cc_pacer_holds(Core& c, Qp& qp);
 // True when the QP's controller (DeviceConfig::rate_control) has a window and
 // `in_flight_packets` of the path MTU fill it (none in flight: never).
 bool cc_window_holds(const Qp& qp, uint32_t in_flight_packets);
-// True when DCQCN (or the QP's controller) limits the QP so far that kAckReqInterval packets of `bytes` take a
+// True when DCQCN (or the QP's controller) limits the QP so far that cc_ack_interval packets of `bytes` take a
 // quarter of the local ACK timeout or more: each packet then asks for its ACK, so that the
 // timer measures the path, not the QP's own slowness.
 bool cc_acks_every_packet(const Qp& qp, uint32_t bytes, uint64_t ack_timeout_ns);
+// Every how many data packets the QP asks for an ACK: kAckReqInterval, or its controller's
+// RateControl::ack_interval (the controller made now if it is not yet: the first packet
+// asks as the rest).
+uint32_t cc_ack_interval(Core& c, Qp& qp);
 // The requester sent a packet of `bytes` (the UDP payload) for `qp`.
 void cc_on_sent(Core& c, Qp& qp, size_t bytes);
 // Runs the QP's due congestion timers (the pacer's wake-up, DCQCN's increase timer).

@@ -89,6 +89,7 @@ struct RequesterState {
   uint32_t next_new_psn = 0;  // PSN the next unstarted WQE gets
   uint32_t una = 0;           // oldest unacknowledged PSN
   uint32_t high_psn = 0;      // one past the highest PSN ever sent (retransmission counting)
+  uint32_t asked_end = 0;     // one past the last packet sent that asked for a response
   uint8_t retry_left = 0;
   uint8_t rnr_left = 0;
   uint64_t ack_deadline = 0;  // local ACK timeout instant, 0 = not armed

@@ -50,7 +50,7 @@ void enter_rts(Core& c, Qp& qp, QpState from) {
     RequesterState& r = qp.req;
     r = RequesterState{};
     r.started = true;
-    r.next_psn = r.next_new_psn = r.una = r.high_psn = qp.attr.sq_psn;
+    r.next_psn = r.next_new_psn = r.una = r.high_psn = r.asked_end = qp.attr.sq_psn;
     r.retry_left = qp.attr.retry_cnt;
     r.rnr_left = qp.attr.rnr_retry;
   }

@@ -27,6 +27,9 @@ class RateControl {
   virtual uint64_t window_bytes() const = 0;
   // The rate the QP is paced at (bits/s).
   virtual double rate_bps() const = 0;
+  // Every how many data packets the QP asks for an ACK (0: the engine's kAckReqInterval),
+  // for a controller that wants its feedback sooner (HPCC: each packet's INT).
+  virtual uint32_t ack_interval() const { return 0; }
 };
 
 class RateControlFactory {

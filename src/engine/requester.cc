@@ -73,11 +73,12 @@ wire::Packet base_packet(const Qp& qp, const SendWqe& w, uint32_t psn) {
   return p;
 }
 
-void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span) {
+void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span, bool asked) {
   RequesterState& r = qp.req;
   if (psn_diff(psn, r.high_psn) < 0) ++c.ctr.retransmitted_packets;
   uint32_t end = psn_add(psn, span);
   if (psn_diff(end, r.high_psn) > 0) r.high_psn = end;
+  if (asked) r.asked_end = end;
   // A packet is now outstanding: arm the local ACK timer unless it runs already.
   uint64_t t = ack_timeout_ns(qp.attr.timeout);
   if (t != 0 && r.ack_deadline == 0) {
@@ -86,9 +87,14 @@ void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span) {
   }
 }
 
+// True if a packet in flight (from una up to next_psn) asked for a response: an ACK will come.
+bool asked_in_flight(const RequesterState& r) {
+  return psn_diff(r.asked_end, r.una) > 0 && psn_diff(r.asked_end, r.next_psn) <= 0;
+}
+
 // Sends packet k of a SEND / WRITE WQE. stop_after: the window or the device budget will
 // hold the QP after this packet, or the controller's window (cc_window_holds) within the
-// next kAckReqInterval packets (a window that shrinks under packets in flight, none of
+// next cc_ack_interval packets (a window that shrinks under packets in flight, none of
 // which asked for an ACK, would otherwise wait for the ACK timer), or DCQCN paces it too slowly for the ACK timer
 // (cc_acks_every_packet), so it must ask for an ACK (else none would come before the ACK
 // timer, the responder acknowledging only packets that ask).
@@ -102,7 +108,7 @@ bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k, bool stop_after) 
   p.bth.opcode = data_opcode(w, k, w.npkts);
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   bool last = k + 1 == w.npkts;
-  p.bth.ack_req = last || stop_after || (k + 1) % kAckReqInterval == 0;
+  p.bth.ack_req = last || stop_after || (k + 1) % cc_ack_interval(c, qp) == 0;
   p.bth.solicited = last && (w.send_flags & kSendSolicited);
   if (info.has(wire::kHasReth)) p.reth = {w.remote_addr, w.rkey, w.length};
   if (info.has(wire::kHasImm)) p.imm = w.imm_data;
@@ -117,7 +123,7 @@ bool send_data_packet(Core& c, Qp& qp, SendWqe& w, uint32_t k, bool stop_after) 
     return false;
   }
   cc_on_sent(c, qp, c.commit_packet());
-  count_sent(c, qp, psn, 1);
+  count_sent(c, qp, psn, 1, p.bth.ack_req);
   return true;
 }
 
@@ -135,7 +141,7 @@ void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
   w.read_req_end = k + n;
   c.start_packet(qp, p, 0);
   cc_on_sent(c, qp, c.commit_packet());
-  count_sent(c, qp, psn, n);
+  count_sent(c, qp, psn, n, true);
 }
 
 // ATOMIC WRITE (IBA 1.5 Annex A19): a RETH naming the 8 target bytes and the 8 bytes as
@@ -148,7 +154,7 @@ void send_atomic_write(Core& c, Qp& qp, SendWqe& w) {
   std::span<uint8_t> payload = c.start_packet(qp, p, 8);
   std::memcpy(payload.data(), &w.compare_add, 8);
   cc_on_sent(c, qp, c.commit_packet());
-  count_sent(c, qp, w.first_psn, 1);
+  count_sent(c, qp, w.first_psn, 1, true);
 }
 
 void send_atomic(Core& c, Qp& qp, SendWqe& w) {
@@ -161,7 +167,7 @@ void send_atomic(Core& c, Qp& qp, SendWqe& w) {
   p.atomic.compare = w.opcode == WrOpcode::kAtomicCmpSwp ? w.compare_add : 0;
   c.start_packet(qp, p, 0);
   cc_on_sent(c, qp, c.commit_packet());
-  count_sent(c, qp, w.first_psn, 1);
+  count_sent(c, qp, w.first_psn, 1, true);
 }
 
 WcStatus run_local(Core& c, Qp& qp, const SendWqe& w) {
@@ -400,7 +406,7 @@ bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
     r.cursor_pkt = 1;
   } else {
     const bool stop_after = in_flight + 1 >= send_window(c, qp) ||
-                            cc_window_holds(qp, in_flight + kAckReqInterval) ||
+                            cc_window_holds(qp, in_flight + cc_ack_interval(c, qp)) ||
                             c.inflight - r.counted_inflight + in_flight + 2 > kDeviceWindow ||
                             cc_acks_every_packet(qp, qp.mtu(), ack_timeout_ns(qp.attr.timeout));
     if (!send_data_packet(c, qp, w, r.cursor_pkt, stop_after)) {
@@ -448,7 +454,9 @@ void requester_progress(Core& c, Qp& qp) {
     if (!w.started && qp.state() == QpState::kSqd) break;  // SQD starts no new WQE
     const uint32_t in_flight = static_cast<uint32_t>(psn_diff(r.next_psn, r.una));
     if (in_flight >= send_window(c, qp) || !budget_allows(c, qp, in_flight, 1)) break;
-    if (cc_window_holds(qp, in_flight)) break;  // the controller's window (congestion.h)
+    // The controller's window (congestion.h), unless no packet in flight asked for an ACK:
+    // one that shrank under them would wait for the ACK timer. One more packet, asking.
+    if (cc_window_holds(qp, in_flight) && asked_in_flight(r)) break;
     if (cc_pacer_holds(c, qp)) break;  // DCQCN's rate (congestion.h): a timer wakes the QP
     if (!w.started && !start_wqe(c, qp, w)) break;
     if (!send_request(c, qp, w, in_flight)) break;

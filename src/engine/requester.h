@@ -14,7 +14,8 @@ namespace vrnic::engine {
 // 1 KiB-MTU link (Ethernet MTU 1500) is not stalled waiting for ACKs every 64 KiB.
 inline constexpr uint32_t kMinSendWindow = 64;
 inline constexpr uint32_t kMaxSendWindow = 1024;
-// AckReq is set on the last packet of every message and on every kAckReqInterval-th packet.
+// AckReq is set on the last packet of every message and on every kAckReqInterval-th packet
+// (a controller may ask for another interval: cc_ack_interval).
 inline constexpr uint32_t kAckReqInterval = 16;
 // Packets in flight on the whole device (RC requesters). With many QPs, 64 each would put
 // far more on the wire than a peer's socket buffer holds (256 QPs x 64 x 4 KiB = 64 MiB):

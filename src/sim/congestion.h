@@ -45,6 +45,7 @@ struct HpccParams {
   double ai_rate_bps = 40e6;    // W_AI as a rate (W_AI = ai_rate x T); HPCC sim: 10 Mb/s x bw/25G
   double min_rate_bps = 1e9;    // the rate never goes below this (HPCC sim's MIN_RATE)
   uint64_t base_rtt_ns = 0;     // T; 0: the fabric's longest base RTT (set at build)
+  uint32_t ack_interval = 0;    // data packets per ACK asked for; 0: the engine's (16)
 };
 
 // What the schemes need besides their own parameters: the NIC's line rate, the base RTT
@@ -94,6 +95,7 @@ class Hpcc : public engine::RateControl {
   uint64_t next_send_ns() const override { return next_send_; }
   uint64_t window_bytes() const override;
   double rate_bps() const override { return rate_; }
+  uint32_t ack_interval() const override { return p_.ack_interval; }
   double utilisation() const { return u_; }
   double reference_rate_bps() const { return rc_; }
   uint32_t stage() const { return stage_; }

@@ -204,6 +204,7 @@ void parse_hpcc(const json& j, HpccParams& h) {
   get(j, "ai_rate_bps", h.ai_rate_bps);
   get(j, "min_rate_bps", h.min_rate_bps);
   get(j, "base_rtt_ns", h.base_rtt_ns);
+  get(j, "ack_interval", h.ack_interval);
   if (!(h.eta > 0 && h.eta <= 1)) throw std::runtime_error("scenario: hpcc eta must be in (0, 1]");
   if (h.min_rate_bps <= 0) throw std::runtime_error("scenario: hpcc min_rate_bps must be > 0");
 }
