@@ -114,9 +114,13 @@ def main():
     for load in sorted(runs):
         for q, _ in QS:
             fig, ax = plt.subplots(figsize=(6.5, 4))
+            others = 3  # a series of its own (a variant's scenario) takes C3, C4, ...
             for sc in sorted(runs[load]):
                 ys = [runs[load][sc][s][q] for s in sizes]
-                ax.plot(sizes, ys, "o-", color=COLOURS.get(sc, "C3"), label=f"vrnic {sc}")
+                colour = COLOURS.get(sc)
+                if colour is None:
+                    colour, others = f"C{others}", others + 1
+                ax.plot(sizes, ys, "o-", color=colour, label=f"vrnic {sc}")
             for k, s in enumerate(series):
                 pts = ref.get((load, q), {})
                 ax.plot([x for x in sizes if x in pts], [pts[x][s] for x in sizes if x in pts],
