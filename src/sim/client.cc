@@ -33,6 +33,7 @@ void Simulator::open_flow(uint32_t i) {
   Flow& f = flows_[i];
   Host& src = *hosts_[f.spec.src];
   Host& dst = *hosts_[f.spec.dst];
+  if (f.spec.verb == Verb::kFaa) src.register_words(), dst.register_words();
   const QpType type = qp_type_of(f.spec.transport);
   const auto depth = static_cast<uint32_t>(std::clamp<uint64_t>(recvs_needed(f), 1, kRecvDepth));
   f.qp = src.create_qp(type, sc_.nic.wqes_in_flight, 1);
@@ -75,8 +76,7 @@ void Simulator::post_recvs(Flow& f) {
   const uint64_t id = static_cast<uint64_t>(&f - flows_.data());
   const bool ud = f.spec.transport == Transport::kUd;
   while (f.recv_posted < recvs_needed(f) && f.recv_posted - f.recv_done < kRecvDepth) {
-    if (hosts_[f.spec.dst]->post_recv(f.rqp, kRecvBit | id, f.msg_bytes,
-                                      static_cast<uint32_t>(f.recv_posted), ud) != 0)
+    if (hosts_[f.spec.dst]->post_recv(f.rqp, kRecvBit | id, f.msg_bytes, ud) != 0)
       return close_flow(f, true);
     ++f.recv_posted;
   }
@@ -103,8 +103,8 @@ uint64_t Simulator::post_more(Flow& f) {
     const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(f.msg_bytes, f.spec.bytes - off));
     const bool imm = f.spec.transport == Transport::kUc && f.spec.verb == Verb::kWrite &&
                      f.posted + 1 == f.chunks;
-    if (src.post(f.qp, type, f.spec.verb, *hosts_[f.spec.dst], f.rqpn, id, bytes,
-                 static_cast<uint32_t>(f.posted), imm, f.path)) {
+    if (src.post(f.qp, type, f.spec.verb, *hosts_[f.spec.dst], f.rqpn, id, bytes, imm,
+                 f.path)) {
       close_flow(f, true);
       break;
     }

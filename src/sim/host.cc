@@ -23,20 +23,28 @@ Gid gid_of_ipv4(uint32_t ipv4) {
 }
 
 Host::Host(Network& net, Clock& clock, uint32_t port, uint32_t ipv4, const DeviceConfig& cfg,
-           uint32_t cq_entries)
-    : net_(net), clock_(clock), port_(port), ipv4_(ipv4), src_(kChunkBytes, 0x5a), dst_(16 * kChunkBytes, 0) {
+           uint32_t cq_entries, Payload& payload)
+    : net_(net), clock_(clock), port_(port), ipv4_(ipv4), payload_(payload) {
   DeviceConfig c = cfg;
   c.gid = gid_of_ipv4(ipv4);
   dev_ = std::make_unique<Device>(c, *this, clock, *this, *this);
   pd_ = dev_->alloc_pd();
   cq_ = dev_->create_cq(cq_entries, nullptr);
   const uint32_t access = kLocalWrite | kRemoteWrite | kRemoteRead | kRemoteAtomic;
-  if (!pd_ || !cq_ ||
-      dev_->reg_mr(pd_, src_.data(), src_.size(), reinterpret_cast<uint64_t>(src_.data()),
-                   access, src_mr_) != 0 ||
-      dev_->reg_mr(pd_, dst_.data(), dst_.size(), reinterpret_cast<uint64_t>(dst_.data()),
-                   access, dst_mr_) != 0)
+  const auto reg = [&](void* p, uint64_t len, MrInfo& mr) {
+    return dev_->reg_mr(pd_, p, len, reinterpret_cast<uint64_t>(p), access, mr) == 0;
+  };
+  if (!pd_ || !cq_ || !reg(payload.src.data(), payload.src.size(), src_mr_) ||
+      !reg(payload.dst.data(), payload.dst.size(), dst_mr_))
     throw std::runtime_error("sim: host setup failed (PD, CQ or MR)");
+}
+
+void Host::register_words() {
+  if (words_mr_.lkey != 0) return;
+  const uint32_t access = kLocalWrite | kRemoteAtomic;
+  if (dev_->reg_mr(pd_, words_.data(), sizeof(words_), reinterpret_cast<uint64_t>(words_.data()),
+                   access, words_mr_) != 0)
+    throw std::runtime_error("sim: registering a host's atomic words failed");
 }
 
 void Host::send(std::span<const WirePacket> batch) {
@@ -99,30 +107,20 @@ void Host::release() {
   }
 }
 
-// The atomic word: the last 8 bytes of the memory peers write into; the fetched value: the
-// last 8 bytes of the memory flows send from.
-uint64_t Host::atomic_word() const {
-  uint64_t v;
-  std::memcpy(&v, dst_.data() + dst_.size() - 8, 8);
-  return v;
-}
-void Host::set_atomic_word(uint64_t v) { std::memcpy(dst_.data() + dst_.size() - 8, &v, 8); }
-uint64_t Host::fetched() const {
-  uint64_t v;
-  std::memcpy(&v, src_.data() + src_.size() - 8, 8);
-  return v;
-}
+uint64_t Host::atomic_word() const { return words_[0]; }
+void Host::set_atomic_word(uint64_t v) { words_[0] = v; }
+uint64_t Host::fetched() const { return words_[1]; }
 
 int Host::post_faa(Qp* qp, const Host& peer, uint64_t wr_id, uint64_t add) {
-  Sge s{reinterpret_cast<uint64_t>(src_.data() + src_.size() - 8), 8, src_mr_.lkey};
+  Sge s{reinterpret_cast<uint64_t>(&words_[1]), 8, words_mr_.lkey};
   SendWr wr;
   wr.wr_id = wr_id;
   wr.opcode = WrOpcode::kAtomicFetchAdd;
   wr.sg_list = &s;
   wr.num_sge = 1;
   wr.send_flags = kSendSignaled;
-  wr.remote_addr = reinterpret_cast<uint64_t>(peer.dst_.data() + peer.dst_.size() - 8);
-  wr.rkey = peer.dst_mr_.rkey;
+  wr.remote_addr = reinterpret_cast<uint64_t>(&peer.words_[0]);
+  wr.rkey = peer.words_mr_.rkey;
   wr.compare_add = add;
   return dev_->post_send(qp, &wr, 1, nullptr);
 }
@@ -194,14 +192,14 @@ Ah* Host::ah_for(uint32_t ipv4, uint8_t traffic_class) {
 }
 
 int Host::post(Qp* qp, QpType type, Verb verb, const Host& peer, uint32_t peer_qpn,
-               uint64_t wr_id, uint32_t bytes, uint32_t slot, bool imm, const PathParams& path) {
-  Sge s{reinterpret_cast<uint64_t>(src_.data()), bytes, src_mr_.lkey};
+               uint64_t wr_id, uint32_t bytes, bool imm, const PathParams& path) {
+  Sge s{reinterpret_cast<uint64_t>(payload_.src.data()), bytes, src_mr_.lkey};
   SendWr wr;
   wr.wr_id = wr_id;
   wr.sg_list = &s;
   wr.num_sge = 1;
   wr.send_flags = kSendSignaled;
-  wr.remote_addr = reinterpret_cast<uint64_t>(peer.dst_.data()) + (slot % 16) * kChunkBytes;
+  wr.remote_addr = reinterpret_cast<uint64_t>(peer.payload_.dst.data());
   wr.rkey = peer.dst_mr_.rkey;
   if (verb == Verb::kWrite) {
     wr.opcode = imm ? WrOpcode::kRdmaWriteWithImm : WrOpcode::kRdmaWrite;
@@ -218,9 +216,9 @@ int Host::post(Qp* qp, QpType type, Verb verb, const Host& peer, uint32_t peer_q
   return dev_->post_send(qp, &wr, 1, nullptr);
 }
 
-int Host::post_recv(Qp* qp, uint64_t wr_id, uint32_t bytes, uint32_t slot, bool ud) {
-  Sge s{reinterpret_cast<uint64_t>(dst_.data()) + (slot % 16) * kChunkBytes,
-        bytes + (ud ? kGrhBytes : 0), dst_mr_.lkey};
+int Host::post_recv(Qp* qp, uint64_t wr_id, uint32_t bytes, bool ud) {
+  Sge s{reinterpret_cast<uint64_t>(payload_.dst.data()), bytes + (ud ? kGrhBytes : 0),
+        dst_mr_.lkey};
   RecvWr wr;
   wr.wr_id = wr_id;
   wr.sg_list = &s;

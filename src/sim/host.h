@@ -4,6 +4,7 @@
 // Fetch-and-Add), and the NIC's PCIe timing: what the engine sends waits in the NIC for the
 // time the simulator computes (hold()).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -24,6 +25,15 @@ inline constexpr uint32_t kGrhBytes = 40;  // ahead of a UD message in its recei
 
 engine::Gid gid_of_ipv4(uint32_t ipv4);
 
+// The bytes every host's messages are sent from and written into: one pair for the whole
+// simulation, registered by each host's device. What lands is never looked at (atomics have
+// each host's own words), and one pair keeps the engine's payload copies in cache instead of
+// spreading them over a megabyte per host.
+struct Payload {
+  std::vector<uint8_t> src = std::vector<uint8_t>(kChunkBytes, 0x5a);
+  std::vector<uint8_t> dst = std::vector<uint8_t>(kChunkBytes + kGrhBytes, 0);
+};
+
 struct PathParams {
   uint32_t mtu = 4096;
   uint8_t ack_timeout = 10;   // local ACK timeout exponent
@@ -32,9 +42,9 @@ struct PathParams {
 
 class Host : public engine::PacketPort, public engine::EventSink, public engine::HostMemory {
  public:
-  // `port`: the host's port in `net`, where its packets go.
+  // `port`: the host's port in `net`, where its packets go; `payload` outlives the host.
   Host(Network& net, engine::Clock& clock, uint32_t port, uint32_t ipv4,
-       const engine::DeviceConfig& cfg, uint32_t cq_entries);
+       const engine::DeviceConfig& cfg, uint32_t cq_entries, Payload& payload);
 
   // PacketPort: every packet the engine sends goes onto the NIC's egress queue, copied.
   void send(std::span<const engine::WirePacket> batch) override;
@@ -52,15 +62,18 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   int connect(engine::Qp* qp, engine::QpType type, uint32_t peer_qpn, uint32_t peer_ipv4,
               const PathParams& path);
   // Posts one signaled message of `bytes` (<= kChunkBytes): WRITE into `peer`'s memory
-  // (WRITE with immediate if `imm`), READ from it, or SEND (UD: to `peer_qpn` at the peer);
-  // `slot` picks the 64 KiB of peer memory. Returns 0 or errno.
+  // (WRITE with immediate if `imm`), READ from it, or SEND (UD: to `peer_qpn` at the peer).
+  // Returns 0 or errno.
   int post(engine::Qp* qp, engine::QpType type, Verb verb, const Host& peer, uint32_t peer_qpn,
-           uint64_t wr_id, uint32_t bytes, uint32_t slot, bool imm, const PathParams& path);
-  // Posts a RECV of `bytes` (plus the GRH on UD) into slot `slot` of this host's memory.
-  int post_recv(engine::Qp* qp, uint64_t wr_id, uint32_t bytes, uint32_t slot, bool ud);
+           uint64_t wr_id, uint32_t bytes, bool imm, const PathParams& path);
+  // Posts a RECV of `bytes` (plus the GRH on UD).
+  int post_recv(engine::Qp* qp, uint64_t wr_id, uint32_t bytes, bool ud);
   // Posts one signaled Fetch-and-Add of `add` on `peer`'s atomic word; the original value
   // lands in fetched().
   int post_faa(engine::Qp* qp, const Host& peer, uint64_t wr_id, uint64_t add);
+  // Registers this host's atomic words (once; before a Fetch-and-Add to or from it). Not at
+  // setup: each key drawn moves the QP numbers drawn after it, and with them ECMP's paths.
+  void register_words();
   uint64_t fetched() const;
   uint64_t atomic_word() const;
   void set_atomic_word(uint64_t v);
@@ -102,8 +115,11 @@ class Host : public engine::PacketPort, public engine::EventSink, public engine:
   std::unique_ptr<engine::Device> dev_;
   engine::Pd* pd_ = nullptr;
   engine::Cq* cq_ = nullptr;
-  std::vector<uint8_t> src_, dst_;  // what flows write from; where peers write into
-  engine::MrInfo src_mr_, dst_mr_;
+  Payload& payload_;
+  engine::MrInfo src_mr_, dst_mr_;  // payload_'s src and dst, registered here
+  // The atomic word peers' Fetch-and-Adds hit, and where this host's own land.
+  std::array<uint64_t, 2> words_{};
+  engine::MrInfo words_mr_;
   std::unordered_map<uint64_t, engine::Ah*> ahs_;  // UD: by peer IPv4 << 8 | traffic class
   engine::Ah* ah_for(uint32_t ipv4, uint8_t traffic_class);
 };

@@ -160,6 +160,7 @@ class Simulator : private HostSink {
   EventQueue ev_;
   SimClock clock_;
   Network net_;
+  Payload payload_;  // every host's message bytes (before hosts_: it outlives them)
   std::vector<std::unique_ptr<Host>> hosts_;
   std::vector<uint32_t> host_node_;   // host index -> network node
   std::map<uint32_t, uint32_t> host_of_node_;

@@ -113,7 +113,7 @@ void Simulator::build_hosts() {
         std::min<uint64_t>(65536, (sc_.nic.wqes_in_flight + 1) * (sending[i] + 1)));
     host_of_node_[host_node_[i]] = i;
     hosts_.push_back(std::make_unique<Host>(net_, clock_, net_.host_port(host_node_[i]),
-                                            ipv4_of_host(i), cfg, cq_entries));
+                                            ipv4_of_host(i), cfg, cq_entries, payload_));
     if (sc_.nic.pcie) hosts_.back()->set_nic_timing(&ev_, i);
     hosts_.back()->set_int(hpcc);
   }
