@@ -181,6 +181,7 @@ void Network::enqueue_held(uint32_t port, uint32_t frame) {
   out.queue_bytes += p.wire_bytes();
   out.queue_max = std::max(out.queue_max, out.queue_bytes);
   out.queue[p.prio].push_back(frame);
+  out.queued |= static_cast<uint8_t>(1u << p.prio);
   try_send(port);
 }
 
@@ -191,12 +192,13 @@ void Network::try_send(uint32_t port) {
   if (out.busy || out.queue_bytes == 0) return;  // queue_bytes: every priority's frames
   const QosParams& qos = qos_of(out.node);
   const int prio = pick_priority(qos, out.ets, [this, &out](int q) -> uint64_t {
-    if (out.queue[q].empty() || (out.paused[q] && !out.stormed[q])) return 0;
+    if (!(out.queued >> q & 1) || (out.paused[q] && !out.stormed[q])) return 0;
     return pool_[out.queue[q].front()].wire_bytes();
   });
   if (prio < 0) return;
   const uint32_t frame = out.queue[prio].front();
   out.queue[prio].pop_front();
+  if (out.queue[prio].empty()) out.queued &= static_cast<uint8_t>(~(1u << prio));
   Packet& p = pool_[frame];
   out.queue_bytes -= p.wire_bytes();
   const Node& n = nodes_[out.node];

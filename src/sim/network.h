@@ -132,6 +132,7 @@ struct Port {
     return ser_ns_;
   }
   uint64_t ser_bytes_ = 0, ser_ns_ = 0;
+  uint8_t queued = 0;  // bit p: queue[p] holds a frame (the ETS pick reads no empty ring)
   std::array<engine::Ring<uint32_t>, kPriorities> queue;  // frames (Network's pool)
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
   std::array<uint64_t, kPriorities> pause_until{};  // when that PAUSE's quanta run out

@@ -153,6 +153,7 @@ void Network::drop_queue(uint32_t port, uint8_t prio) {
     ++out.storm_drops;
     release_ingress(n, p);
   }
+  out.queued &= static_cast<uint8_t>(~(1u << prio));
 }
 
 std::vector<std::string> Network::dcbx_check() const {

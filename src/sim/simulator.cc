@@ -122,7 +122,7 @@ uint64_t Simulator::ideal_fct(const Flow& f) const {
 // receive pipeline and the host-memory accesses it made (an atomic's read-modify-write, or
 // the ACK queue entry a duplicate atomic is answered from).
 void Simulator::deliver(uint32_t node, Packet&& p) {
-  const uint32_t h = host_of_node_.at(node);
+  const uint32_t h = host_of_node_[node];  // the network delivers to hosts only
   count_delivered(h, p);
   Host& host = *hosts_[h];
   if (p.telemetry) feed_int(host, p);

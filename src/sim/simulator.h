@@ -163,7 +163,7 @@ class Simulator : private HostSink {
   Payload payload_;  // every host's message bytes (before hosts_: it outlives them)
   std::vector<std::unique_ptr<Host>> hosts_;
   std::vector<uint32_t> host_node_;   // host index -> network node
-  std::map<uint32_t, uint32_t> host_of_node_;
+  std::vector<uint32_t> host_of_node_;  // network node -> host index (kNone: a switch)
   // Long flows: where their data arrives (host << 32 | QPN, data_key) -> flow.
   std::unordered_map<uint64_t, uint32_t> flow_by_rqp_;
   std::vector<Flow> flows_;

@@ -111,6 +111,7 @@ void Simulator::build_hosts() {
   for (uint32_t i = 0; i < n; ++i) {
     const auto cq_entries = static_cast<uint32_t>(
         std::min<uint64_t>(65536, (sc_.nic.wqes_in_flight + 1) * (sending[i] + 1)));
+    if (host_of_node_.size() <= host_node_[i]) host_of_node_.resize(host_node_[i] + 1, kNone);
     host_of_node_[host_node_[i]] = i;
     hosts_.push_back(std::make_unique<Host>(net_, clock_, net_.host_port(host_node_[i]),
                                             ipv4_of_host(i), cfg, cq_entries, payload_));
