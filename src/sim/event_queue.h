@@ -54,13 +54,13 @@ class EventQueue {
  public:
   static constexpr uint64_t kWindow = 8192;  // ns; a power of two
 
-  void push(uint64_t time, EventKind kind, uint32_t a, uint32_t b = 0, uint64_t c = 0) {
-    if (time < now_) throw std::logic_error("sim: an event scheduled in the past");
+  [[gnu::always_inline]] void push(uint64_t time, EventKind kind, uint32_t a, uint32_t b = 0,
+                                   uint64_t c = 0) {
+    if (time < now_) in_the_past();
     const Event e{time, next_seq_++, kind, a, b, c};
     ++size_;
     if (time - now_ < kWindow) return to_slot(e);
-    far_.push_back(e);
-    std::push_heap(far_.begin(), far_.end(), Later{});
+    to_far(e);
   }
   bool empty() const { return size_ == 0; }
   const Event& top() const {
@@ -106,7 +106,15 @@ class EventQueue {
     uint32_t head = kNil, tail = kNil;  // valid while the slot's bit is set
   };
 
-  void to_slot(const Event& e) const {
+  [[gnu::noinline]] void to_far(const Event& e) {
+    far_.push_back(e);
+    std::push_heap(far_.begin(), far_.end(), Later{});
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] static void in_the_past() {
+    throw std::logic_error("sim: an event scheduled in the past");
+  }
+  // Inline into push (its call was a fifth of an event's queue instructions).
+  [[gnu::always_inline]] void to_slot(const Event& e) const {
     uint32_t n = free_;
     if (n == kNil) {
       n = static_cast<uint32_t>(pool_.size());
