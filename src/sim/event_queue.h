@@ -18,7 +18,7 @@ namespace vrnic::sim {
 enum class EventKind : uint8_t {
   kTxDone,     // a port finished serialising its current frame: a = port
   kArrive,     // the oldest frame on a link reaches its far end: a = port that sent it,
-               // b = the frame (a hint: the link's own queue says which)
+               // b = the frame
   kPause,      // a PFC frame reaches a port: a = port, b = priority, c = quanta (0: XON)
   kPauseExpire,  // the PAUSE honoured at port a, priority b may have run out
   kPfcRefresh,   // port a sends its XOFF for priority b again if it stands (c: which one)
@@ -73,6 +73,9 @@ class EventQueue {
     const uint32_t n = s.head;
     const Event e = pool_[n].e;
     s.head = pool_[n].next;
+    // The node freed before this one is taken by the second push after this pop (an event
+    // often schedules two): load it now, while the event runs.
+    if (free_ != kNil) __builtin_prefetch(&pool_[free_]);
     pool_[n].next = free_;
     free_ = n;
     --size_;

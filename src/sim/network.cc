@@ -210,7 +210,6 @@ void Network::try_send(uint32_t port) {
   out.tx_bytes += p.wire_bytes();
   out.busy = true;
   ++out.tx_packets;
-  out.in_flight.push_back(frame);
   ev_.push(now + ser, EventKind::kTxDone, port);
   ev_.push(now + ser + out.delay_ns, EventKind::kArrive, port, frame);
 }
@@ -259,7 +258,7 @@ void Network::handle(const Event& e) {
       try_send(e.a);
       break;
     case EventKind::kArrive:
-      on_arrive(e.a);
+      on_arrive(e.a, e.b);
       break;
     case EventKind::kPause:
       on_pause(e.a, static_cast<uint8_t>(e.b), static_cast<uint16_t>(e.c));
@@ -284,11 +283,10 @@ void Network::handle(const Event& e) {
   }
 }
 
-void Network::on_arrive(uint32_t from_port) {
-  Port& from = ports_[from_port];
-  const uint32_t frame = from.in_flight.front();
-  from.in_flight.pop_front();
-  const uint32_t at = from.peer;
+// A link delivers in the order it sends (one delay, frames serialised one after another), so
+// the event's frame is the oldest on the link.
+void Network::on_arrive(uint32_t from_port, uint32_t frame) {
+  const uint32_t at = ports_[from_port].peer;
   const uint32_t node = ports_[at].node;
   if (!nodes_[node].is_switch) return host_receive(at, release(frame));
   switch_receive(at, frame);

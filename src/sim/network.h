@@ -122,7 +122,6 @@ struct Port {
   uint64_t delay_ns = 0;
   bool busy = false;
   uint64_t queue_bytes = 0;  // all priorities
-  engine::Ring<uint32_t> in_flight;  // frames serialised or on the wire, oldest first
   uint64_t tx_bytes = 0;  // wire bytes sent (INT's txBytes)
   uint64_t tx_packets = 0;
   // serialize_ns(wire_bytes, rate_bps), kept for the last size (most frames are one size).
@@ -274,7 +273,7 @@ class Network {
   }
   void flatten_routes(Node& n);
   uint32_t ecmp_port(uint32_t node, std::span<const uint32_t> ports, const Packet& p) const;
-  void on_arrive(uint32_t from_port);
+  void on_arrive(uint32_t from_port, uint32_t frame);
   void switch_receive(uint32_t port, uint32_t frame);
   bool dropped_by_rule(Node& sw, const Packet& p);
   void setup_mmu();
