@@ -3,6 +3,7 @@
 #include "sim/network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace vrnic::sim {
@@ -191,10 +192,16 @@ void Network::try_send(uint32_t port) {
   Port& out = ports_[port];
   if (out.busy || out.queue_bytes == 0) return;  // queue_bytes: every priority's frames
   const QosParams& qos = qos_of(out.node);
-  const int prio = pick_priority(qos, out.ets, [this, &out](int q) -> uint64_t {
+  const auto head = [this, &out](int q) -> uint64_t {
     if (!(out.queued >> q & 1) || (out.paused[q] && !out.stormed[q])) return 0;
     return pool_[out.queue[q].front()].wire_bytes();
-  });
+  };
+  // One busy queue under strict priority (most picks): it goes unless paused; no class
+  // keeps credit, so nothing else to decide.
+  const bool one = qos.all_strict() && std::has_single_bit(out.queued);
+  const int q1 = std::countr_zero(out.queued);
+  const int prio = one ? (out.paused[q1] && !out.stormed[q1] ? -1 : q1)
+                       : pick_priority(qos, out.ets, head);
   if (prio < 0) return;
   const uint32_t frame = out.queue[prio].front();
   out.queue[prio].pop_front();
