@@ -34,7 +34,10 @@ struct MmuQueue {
 inline uint64_t mmu_threshold(const MmuParams& p, const MmuSwitch& s) {
   const uint64_t set_aside = s.total_reserve + s.total_headroom + s.shared_used;
   if (set_aside >= p.buffer_bytes) return 0;
-  return static_cast<uint64_t>(static_cast<double>(p.buffer_bytes - set_aside) * p.alpha);
+  // Through int64_t: a signed conversion is one instruction each way, an unsigned one
+  // several (a buffer is far below 2^53 bytes, so the value is the same).
+  const double free_bytes = static_cast<double>(static_cast<int64_t>(p.buffer_bytes - set_aside));
+  return static_cast<uint64_t>(static_cast<int64_t>(free_bytes * p.alpha));
 }
 
 inline uint64_t mmu_shared_of(const MmuParams& p, const MmuQueue& q) {

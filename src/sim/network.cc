@@ -140,7 +140,7 @@ std::vector<uint32_t> Network::path(uint32_t src, uint32_t dst) const {
   return out;
 }
 
-const QosParams& Network::qos_of(uint32_t node) const {
+const QosParams& Network::find_qos(uint32_t node) const {
   if (qos_.empty()) qos_.resize(nodes_.size());
   if (!qos_[node]) qos_[node] = &settings_of(node);
   return *qos_[node];
@@ -198,7 +198,7 @@ void Network::try_send(uint32_t port) {
   };
   // One busy queue under strict priority (most picks): it goes unless paused; no class
   // keeps credit, so nothing else to decide.
-  const bool one = qos.all_strict() && std::has_single_bit(out.queued);
+  const bool one = qos.all_strict() && out.queued != 0 && (out.queued & (out.queued - 1)) == 0;
   const int q1 = std::countr_zero(out.queued);
   const int prio = one ? (out.paused[q1] && !out.stormed[q1] ? -1 : q1)
                        : pick_priority(qos, out.ets, head);

@@ -236,7 +236,10 @@ class Network {
   std::array<uint64_t, kPriorities> pause_frames_by_prio() const;
   uint64_t marked() const;
   uint64_t storms() const;
-  const QosParams& qos_of(uint32_t node) const;
+  const QosParams& qos_of(uint32_t node) const {  // inline: a port's every frame asks
+    if (node < qos_.size() && qos_[node]) return *qos_[node];
+    return find_qos(node);
+  }
   const MmuSwitch& mmu_of(uint32_t node) const { return nodes_[node].mmu; }
 
  private:
@@ -253,6 +256,7 @@ class Network {
     std::vector<uint32_t> hop_at, hops;  // routes flattened (flatten_routes)
   };
   const QosParams& settings_of(uint32_t node) const;  // qos_of, not kept
+  const QosParams& find_qos(uint32_t node) const;     // qos_of's first look, kept
   void try_send(uint32_t port);
   void enqueue_held(uint32_t port, uint32_t frame);
   // The frames in the fabric's queues and links stay in one pool and move as indices; the
