@@ -215,7 +215,7 @@ void on_rnr_nak(Core& c, Qp& qp, uint32_t psn, uint8_t timer) {
   ++c.ctr.rnr_retries;
   requester_go_back(c, qp, psn);
   r.rnr_deadline = c.now() + rnr_timer_ns(timer);
-  c.note_deadline(r.rnr_deadline);
+  c.note_qp_deadline(qp, r.rnr_deadline);
   r.ack_deadline = 0;  // the RNR timer replaces the ACK timer while waiting
 }
 

@@ -40,13 +40,13 @@ void cc_receive_cnp(Core& c, Qp* qp) {
   ++c.ctr.rp_cnp_handled;
   if (RateControl* ctl = controller(c, *qp)) {
     ctl->on_cnp(c.now());
-    c.note_deadline(ctl->next_event_ns());
+    c.note_qp_deadline(*qp, ctl->next_event_ns());
     return;
   }
   CongestionState& cc = qp->cc;
   if (!cc.rp) cc.rp = std::make_unique<Dcqcn>(c.config.cc);
   cc.rp->on_cnp(c.now());
-  c.note_deadline(cc.rp->next_event_ns());
+  c.note_qp_deadline(*qp, cc.rp->next_event_ns());
 }
 
 void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from) {
@@ -79,7 +79,7 @@ bool cc_pacer_holds(Core& c, Qp& qp) {
   const uint64_t at = cc.ctl ? cc.ctl->next_send_ns() : cc.rp->next_send_ns();
   if (at <= c.now()) return false;
   cc.pace_deadline = at;
-  c.note_deadline(at);
+  c.note_qp_deadline(qp, at);
   return true;
 }
 
@@ -110,7 +110,7 @@ bool cc_acks_every_packet(const Qp& qp, uint32_t bytes, uint64_t ack_timeout_ns)
 void cc_on_sent(Core& c, Qp& qp, size_t bytes) {
   if (RateControl* ctl = controller(c, qp)) {
     ctl->on_sent(bytes + (qp.ip.ipv6 ? kOverheadV6 : kOverheadV4), c.now());
-    c.note_deadline(ctl->next_event_ns());
+    c.note_qp_deadline(qp, ctl->next_event_ns());
     return;
   }
   CongestionState& cc = qp.cc;
@@ -119,7 +119,7 @@ void cc_on_sent(Core& c, Qp& qp, size_t bytes) {
     cc.rp = std::make_unique<Dcqcn>(c.config.cc);  // the serialiser's pace, no limiter yet
   }
   cc.rp->on_sent(bytes + (qp.ip.ipv6 ? kOverheadV6 : kOverheadV4), c.now());
-  c.note_deadline(cc.rp->next_event_ns());
+  c.note_qp_deadline(qp, cc.rp->next_event_ns());
 }
 
 void cc_on_timer(Core& c, Qp& qp) {

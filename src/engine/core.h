@@ -12,6 +12,7 @@
 #include "engine/names.h"
 #include "engine/ports.h"
 #include "engine/qp.h"
+#include "engine/qp_timers.h"
 #include "engine/tx_batch.h"
 #include "engine/ud.h"
 #include "wire/headers.h"
@@ -78,6 +79,12 @@ class Core {
   uint64_t timer_hint = UINT64_MAX;
   void note_deadline(uint64_t t) {
     if (t < timer_hint) timer_hint = t;
+  }
+  // A QP armed a deadline at `t` (qp_timers.h).
+  QpTimers timers;
+  void note_qp_deadline(const Qp& qp, uint64_t t) {
+    note_deadline(t);
+    timers.lower(qp, t);
   }
 
   // Writes a CQE (timestamped) and raises the CQ event when armed (or, with CQ moderation,

@@ -16,7 +16,8 @@ void Dcqcn::on_cnp(uint64_t now) {
     started_ = limited_ = true;
     if (p_.first_cnp_rate_bps > 0) rc_ = std::min(p_.first_cnp_rate_bps, p_.line_rate_bps);
     rt_ = rc_;
-    alpha_ = p_.initial_alpha;
+    alpha_ = alpha_base_ = p_.initial_alpha;
+    quiet_ = 0;
     alpha_start_ = now;
     cnp_in_period_ = false;
     last_cut_ = now;
@@ -75,18 +76,38 @@ void Dcqcn::increase() {
 }
 
 // Alpha at each alpha-period boundary up to `now`: (1 - g) alpha + g if a CNP came in the
-// period, (1 - g) alpha if none did.
+// period, (1 - g) alpha if none did. Kept as the value after the last period with a CNP and
+// the count of quiet periods since, so that alpha at a boundary is the same whether it was
+// brought up to date at every boundary or once after many (whenever a timer, a packet or a
+// CNP happens to look): nothing depends on how often the device's timer runs.
 void Dcqcn::advance_alpha(uint64_t now) {
   const uint64_t period = p_.alpha_period_ns;
   if (period == 0 || now < alpha_start_ + period) return;
-  alpha_ = (1 - p_.g) * alpha_ + (cnp_in_period_ ? p_.g : 0);
+  if (cnp_in_period_) {
+    alpha_base_ = (1 - p_.g) * alpha_ + p_.g;
+    quiet_ = 0;
+  } else {
+    ++quiet_;
+  }
   cnp_in_period_ = false;
   alpha_start_ += period;
   const uint64_t quiet = (now - alpha_start_) / period;  // whole periods with no CNP
-  if (quiet > 0) {
-    alpha_ *= std::pow(1 - p_.g, static_cast<double>(quiet));
-    alpha_start_ += quiet * period;
-  }
+  quiet_ += quiet;
+  alpha_start_ += quiet * period;
+  alpha_ = decayed(alpha_base_, quiet_);
+}
+
+double Dcqcn::decayed(double base, uint64_t quiet) const {
+  return quiet == 0 ? base : base * std::pow(1 - p_.g, static_cast<double>(quiet));
+}
+
+// advance_alpha(now) without changing anything.
+double Dcqcn::alpha_at(uint64_t now) const {
+  const uint64_t period = p_.alpha_period_ns;
+  if (!limited_ || period == 0 || now < alpha_start_ + period) return alpha_;
+  const uint64_t later = (now - alpha_start_ - period) / period;  // after the first boundary
+  if (cnp_in_period_) return decayed((1 - p_.g) * alpha_ + p_.g, later);
+  return decayed(alpha_base_, quiet_ + 1 + later);
 }
 
 void Dcqcn::advance(uint64_t now) {

@@ -56,7 +56,8 @@ class Dcqcn {
   bool limited() const { return limited_; }
   double rate_bps() const { return rc_; }
   double target_bps() const { return rt_; }
-  double alpha() const { return alpha_; }
+  double alpha() const { return alpha_; }  // as of the last boundary brought up to date
+  double alpha_at(uint64_t now) const;     // as of `now`
   uint32_t timer_events() const { return t_count_; }
   uint32_t byte_events() const { return b_count_; }
 
@@ -65,6 +66,7 @@ class Dcqcn {
   void increase();
   void restart_increase(uint64_t now);
   void advance_alpha(uint64_t now);
+  double decayed(double base, uint64_t quiet) const;  // base x (1 - g)^quiet
 
   DcqcnParams p_;
   bool started_ = false;  // a CNP has come: alpha is kept from then on
@@ -72,6 +74,8 @@ class Dcqcn {
   double rc_, rt_;
   double alpha_ = 0;
   uint64_t alpha_start_ = 0;  // start of the alpha period in progress
+  double alpha_base_ = 0;     // alpha after the last period that had a CNP (or the first CNP)
+  uint64_t quiet_ = 0;        // periods without a CNP since: alpha_ = alpha_base_ (1 - g)^quiet_
   bool cnp_in_period_ = false;
   uint64_t last_cut_ = 0;
   bool cut_pending_ = false;

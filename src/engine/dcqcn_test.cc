@@ -152,5 +152,30 @@ TEST(Dcqcn, pacer__spaces_packets_at_the_current_rate_with_a_bounded_catch_up) {
   EXPECT_EQ(d.next_send_ns(), 1150 * kUs + 4000);
 }
 
+// Alpha at a boundary does not depend on how often it was brought up to date: a QP looked
+// at every 100 ns (a busy timer) and one looked at only by its CNPs agree to the last bit,
+// and alpha_at() tells the value advance() would make without making it.
+TEST(Dcqcn, alpha__the_same_however_often_it_is_brought_up_to_date) {
+  Dcqcn often{DcqcnParams{}}, seldom{DcqcnParams{}};
+  const uint64_t cnps[] = {0, 3 * kUs, 3 * kUs + 500, 40 * kUs, 41 * kUs, 250 * kUs};
+  uint64_t t = 0;
+  for (uint64_t at : cnps) {
+    for (; t < at; t += 100) often.advance(t);
+    const uint64_t before = at == 0 ? 0 : at - 1;
+    EXPECT_EQ(often.alpha_at(before), seldom.alpha_at(before)) << at;
+    often.on_cnp(at);
+    seldom.on_cnp(at);
+    EXPECT_EQ(often.alpha(), seldom.alpha()) << at;
+    EXPECT_EQ(often.rate_bps(), seldom.rate_bps()) << at;
+  }
+  const uint64_t end = 300 * kUs - 1;  // before the increase timer
+  const double told = seldom.alpha_at(end);
+  seldom.advance(end);
+  for (; t <= end; t += 100) often.advance(t);
+  EXPECT_EQ(seldom.alpha(), told);
+  EXPECT_EQ(often.alpha(), told);
+  EXPECT_LT(told, 0.5);  // decayed over the quiet ~50 us since the last CNP (g = 1/256)
+}
+
 }  // namespace
 }  // namespace vrnic::engine

@@ -33,6 +33,7 @@ struct Device::Impl {
   uint32_t next_srqn = 1;
   uint32_t next_pd_handle = 1;
   RecentNames recent_qpns;  // QPNs destroyed lately: not handed out again soon (new_qp)
+  std::vector<Qp*> timer_due;  // on_timer's scratch: the QPs it runs the timers of
 
   Qp* find_qp(uint32_t qpn) {
     auto it = qps.find(qpn);

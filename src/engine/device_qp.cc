@@ -94,6 +94,7 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
     ++init.srq->users;
   }
   Qp* raw = qp.get();
+  d.core.timers.add(*raw);
   d.qps.emplace(raw->qpn, std::move(qp));
   return raw;
 }
@@ -118,6 +119,7 @@ Qp* Device::create_xrc_tgt(QpInitAttr& init, Errno& err) {
   qp->src_port = d.core.port.source_port_for(qp->qpn);
   ++init.xrcd->users;
   Qp* raw = qp.get();
+  d.core.timers.add(*raw);
   d.qps.emplace(raw->qpn, std::move(qp));
   return raw;
 }
@@ -225,6 +227,7 @@ Errno Device::destroy_qp(Qp* qp) {
   }
   d.recent_qpns.add(qp->qpn);
   d.core.auth.erase(qp->qpn);
+  d.core.timers.remove(*qp);
   d.qps.erase(qp->qpn);
   return 0;
 }

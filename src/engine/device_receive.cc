@@ -1,6 +1,7 @@
 // Device: received packets routed by destination QPN and QP state, timers, the direct-copy hold.
 #include "engine/device_impl.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "engine/completer.h"
@@ -199,23 +200,44 @@ void Device::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> m
 
 uint64_t Device::next_timer_ns() const { return impl_->core.timer_hint; }
 
+namespace {
+
+uint64_t qp_wake(const Qp& qp) {
+  uint64_t t = cc_deadline(qp);
+  if (qp.req.ack_deadline != 0) t = std::min(t, qp.req.ack_deadline);
+  if (qp.req.rnr_deadline != 0) t = std::min(t, qp.req.rnr_deadline);
+  return t;
+}
+
+void run_qp_timers(Core& c, Qp& qp) {
+  completer_on_timer(c, qp);
+  cc_on_timer(c, qp);  // the pacer and DCQCN (congestion.h)
+}
+
+}  // namespace
+
+// Runs the timers of the QPs whose bound has come (the others have nothing due: their
+// timer processing would change nothing, DCQCN's alpha included: dcqcn.cc), in the order of
+// the QP table as a walk over every QP would, then arms the exact next deadline.
 void Device::on_timer() {
   Impl& d = *impl_;
-  if (d.core.held_acks_until != 0 && d.core.held_acks_until <= d.core.now()) d.flush_acks();
-  for (auto& [qpn, qp] : d.qps) {
-    completer_on_timer(d.core, *qp);
-    cc_on_timer(d.core, *qp);  // the pacer and DCQCN (congestion.h)
+  Core& c = d.core;
+  const uint64_t now = c.now();
+  if (c.held_acks_until != 0 && c.held_acks_until <= now) d.flush_acks();
+  std::vector<Qp*>& due = d.timer_due;
+  due.clear();
+  c.timers.due(now, due);
+  if (due.size() == 1) {
+    run_qp_timers(c, *due.front());
+  } else if (due.size() > 1) {
+    for (auto& [qpn, qp] : d.qps)
+      if (std::find(due.begin(), due.end(), qp.get()) != due.end()) run_qp_timers(c, *qp);
   }
   d.finish();
-  // The exact next deadline, now that the due timers have run (and re-armed).
-  uint64_t t = d.core.fire_due_cq_events();
-  if (d.core.held_acks_until != 0) t = std::min(t, d.core.held_acks_until);
-  for (auto& [qpn, qp] : d.qps) {
-    t = std::min(t, cc_deadline(*qp));
-    if (qp->req.ack_deadline != 0) t = std::min(t, qp->req.ack_deadline);
-    if (qp->req.rnr_deadline != 0) t = std::min(t, qp->req.rnr_deadline);
-  }
-  d.core.timer_hint = t;
+  for (Qp* qp : due) c.timers.set(*qp, qp_wake(*qp));
+  uint64_t t = c.fire_due_cq_events();
+  if (c.held_acks_until != 0) t = std::min(t, c.held_acks_until);
+  c.timer_hint = c.timers.earliest(t, qp_wake);
 }
 
 void Device::set_direct_hold(bool hold) { impl_->core.direct_hold = hold; }
@@ -228,10 +250,11 @@ bool Device::tx_queued() const { return impl_->core.tx.pending() > 0; }
 
 void Device::qp_rates(std::vector<QpRate>& out) const {
   out.clear();
+  const uint64_t now = impl_->core.now();
   for (auto& [qpn, qp] : impl_->qps) {
     const Dcqcn* rp = qp->cc.rp.get();
     if (rp == nullptr) continue;
-    out.push_back({qpn, rp->limited(), rp->rate_bps(), rp->target_bps(), rp->alpha()});
+    out.push_back({qpn, rp->limited(), rp->rate_bps(), rp->target_bps(), rp->alpha_at(now)});
   }
 }
 

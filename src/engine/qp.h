@@ -140,6 +140,7 @@ struct CongestionState {
 class Qp {
  public:
   uint32_t qpn = 0;
+  uint32_t timer_slot = 0;  // in Core::timers (qp_timers.h)
   QpType type = QpType::kRc;
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;

@@ -83,7 +83,7 @@ void count_sent(Core& c, Qp& qp, uint32_t psn, uint32_t span, bool asked) {
   uint64_t t = ack_timeout_ns(qp.attr.timeout);
   if (t != 0 && r.ack_deadline == 0) {
     r.ack_deadline = c.now() + t;
-    c.note_deadline(r.ack_deadline);
+    c.note_qp_deadline(qp, r.ack_deadline);
   }
 }
 
@@ -298,7 +298,7 @@ void requester_arm_timer(Core& c, Qp& qp, bool restart) {
   }
   if (restart || r.ack_deadline == 0) {
     r.ack_deadline = c.now() + t;
-    c.note_deadline(r.ack_deadline);
+    c.note_qp_deadline(qp, r.ack_deadline);
   }
 }
 

@@ -115,7 +115,7 @@ bool pace(Core& c, Qp& qp, uint64_t bytes) {
   }
   uint64_t wait = (bytes - u.pace_tokens) * 1000 / rate;
   qp.req.rnr_deadline = now + (wait < 10000 ? 10000 : wait);
-  c.note_deadline(qp.req.rnr_deadline);
+  c.note_qp_deadline(qp, qp.req.rnr_deadline);
   return false;
 }
 
