@@ -36,6 +36,9 @@ struct SimOptions {
   bool sweep = false;     // `sim sweep SPEC --out DIR`: scenario is the sweep file
 };
 int cmd_sim(const SimOptions& o);
+// Runs this `vrnic sim run|sweep` again with glibc's malloc in transparent huge pages,
+// unless GLIBC_TUNABLES names glibc.malloc.hugetlb already; returns only if it did not.
+void sim_in_huge_pages(char** argv);
 
 int cmd_demo(const std::vector<std::string>& args);
 

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
     sim.list = static_cast<bool>(*sim_list);
     sim.seed_set = seed_opt->count() > 0;
     sim.sweep = static_cast<bool>(*sim_sweep);
+    if (*sim_run || *sim_sweep) sim_in_huge_pages(argv);
     return cmd_sim(sim);
   }
   return cmd_demo(rest);
