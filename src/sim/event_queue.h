@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/ports.h"
+#include "sim/prefetch.h"
 
 namespace vrnic::sim {
 
@@ -75,7 +76,7 @@ class EventQueue {
     s.head = pool_[n].next;
     // The node freed before this one is taken by the second push after this pop (an event
     // often schedules two): load it now, while the event runs.
-    if (free_ != kNil) __builtin_prefetch(&pool_[free_]);
+    if (free_ != kNil) prefetch_line(&pool_[free_]);
     pool_[n].next = free_;
     free_ = n;
     --size_;
@@ -86,10 +87,12 @@ class EventQueue {
     }
     return e;
   }
-  // The event that will be taken next if nothing earlier is scheduled meanwhile (the one
-  // after the last taken in its instant), or null: a hint for prefetching, nothing more.
+  // The event that will be taken next if nothing earlier is scheduled meanwhile, or null
+  // when the queue is empty: a hint for prefetching, nothing more (it moves nothing).
   const Event* peek() const {
-    return settled_ ? &pool_[slots_[cursor_].head].e : nullptr;
+    if (settled_) return &pool_[slots_[cursor_].head].e;
+    if (in_wheel_slots_ > 0) return &pool_[slots_[next_slot(cursor_)].head].e;
+    return far_.empty() ? nullptr : &far_.front();
   }
   uint64_t scheduled() const { return next_seq_; }
   size_t size() const { return size_; }

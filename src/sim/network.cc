@@ -18,14 +18,20 @@ uint32_t ipv4_of_packet(const Packet& p) {
 }
 
 uint32_t Network::add_host(uint32_t ipv4, const QosParams& qos, const NicRxParams& nic) {
-  nodes_.push_back(Node{false, ipv4, {}, qos, nic, {}, {}, {}, {}});
+  Node& n = nodes_.emplace_back();
+  n.ipv4 = ipv4;
+  n.qos = qos;
+  n.nic = nic;
   qos_.clear();
   host_by_ipv4_[ipv4] = static_cast<uint32_t>(nodes_.size() - 1);
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
 
 uint32_t Network::add_switch(const SwitchParams& p) {
-  nodes_.push_back(Node{true, 0, p, p.qos, {}, {}, {}, {}, {}});
+  Node& n = nodes_.emplace_back();
+  n.is_switch = true;
+  n.sw = p;
+  n.qos = p.qos;
   qos_.clear();
   return static_cast<uint32_t>(nodes_.size() - 1);
 }
@@ -42,6 +48,8 @@ uint32_t Network::connect(uint32_t a, uint32_t b, double rate_bps, uint64_t dela
   ports_[pa].peer = pa + 1;
   ports_[pa + 1].node = b;
   ports_[pa + 1].peer = pa;
+  ports_[pa].peer_switch = nodes_[b].is_switch;
+  ports_[pa + 1].peer_switch = nodes_[a].is_switch;
   nodes_[a].ports.push_back(pa);
   nodes_[b].ports.push_back(pa + 1);
   qos_.clear();
@@ -163,6 +171,7 @@ void Network::enqueue(uint32_t port, Packet&& p) {
     const auto dst = host_by_ipv4_.find(ipv4_of_packet(p));
     p.dst_node = dst == host_by_ipv4_.end() ? kNone : dst->second;
   }
+  p.wire = static_cast<uint32_t>(p.count_wire_bytes());
   enqueue_held(port, hold(std::move(p)));
 }
 
@@ -293,10 +302,9 @@ void Network::handle(const Event& e) {
 // A link delivers in the order it sends (one delay, frames serialised one after another), so
 // the event's frame is the oldest on the link.
 void Network::on_arrive(uint32_t from_port, uint32_t frame) {
-  const uint32_t at = ports_[from_port].peer;
-  const uint32_t node = ports_[at].node;
-  if (!nodes_[node].is_switch) return host_receive(at, release(frame));
-  switch_receive(at, frame);
+  const Port& from = ports_[from_port];
+  if (!from.peer_switch) return host_receive(from.peer, release(frame));
+  switch_receive(from.peer, frame);
 }
 
 // A frame in at switch port `port`: counted against the ingress (PAUSE upstream past
@@ -310,7 +318,7 @@ void Network::switch_receive(uint32_t port, uint32_t frame) {
     return;
   }
   const uint32_t d = p.dst_node;
-  if (d >= sw.routes.size() || sw.hop_at[d] == sw.hop_at[d + 1]) {
+  if (size_t{d} + 1 >= sw.hop_at.size() || sw.hop_at[d] == sw.hop_at[d + 1]) {
     ++ports_[port].drops;  // no route: dropped and counted at the ingress
     release(frame);
     return;

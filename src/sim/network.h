@@ -18,6 +18,7 @@
 #include "sim/congestion.h"
 #include "sim/event_queue.h"
 #include "sim/mmu.h"
+#include "sim/prefetch.h"
 #include "sim/qos.h"
 
 namespace vrnic::sim {
@@ -43,18 +44,22 @@ struct DeepPtr : std::unique_ptr<T> {
   }
 };
 
-struct Packet {
+// A frame in the fabric. What a switch reads (addresses and ports for ECMP, DSCP, sizes,
+// where it goes) is in the first cache line; the payload's vector and the INT records after.
+struct alignas(64) Packet {
   wire::IpUdpInfo ip;
   uint8_t tos = 0;
   uint8_t prio = 0;          // from the DSCP, by the map of the device it is in
+  wire::PacketKind kind = wire::PacketKind::kRequest;  // as the sending engine stamped it
   uint32_t ingress = kNone;  // the switch port it came in on (PFC accounting)
   uint32_t dst_node = kNone;  // the destination host's node, found once at the sending NIC
+  uint32_t wire = 0;  // wire_bytes(), kept once the frame is in the fabric (Network::enqueue)
   std::vector<uint8_t> bytes;  // the UDP payload: BTH .. ICRC
-  wire::PacketKind kind = wire::PacketKind::kRequest;  // as the sending engine stamped it
   // HPCC: the INT header (kIntHeaderBytes more on the wire) and the records in it, stamped
   // by the switches on a data packet, echoed by the receiver's NIC in its ACK. Null: none.
   DeepPtr<IntRecord> telemetry;
-  uint64_t wire_bytes() const {
+  uint64_t wire_bytes() const { return wire != 0 ? wire : count_wire_bytes(); }
+  uint64_t count_wire_bytes() const {
     return bytes.size() + kFrameOverhead + (telemetry ? kIntHeaderBytes : 0);
   }
 };
@@ -115,48 +120,52 @@ struct SwitchParams {
   bool int_telemetry = false;  // stamp an INT record on each data packet that carries INT
 };
 
-// A port, the fields every frame touches first (cache lines in the order of use).
-struct Port {
+// A port. The fields a frame touches at an egress come first, in three cache lines (the
+// port is aligned to one), then its queues, then the ingress side and the rest.
+struct alignas(64) Port {
   uint32_t node = kNone, peer = kNone;  // the owning node; the port at the link's far end
   double rate_bps = 0;
   uint64_t delay_ns = 0;
-  bool busy = false;
   uint64_t queue_bytes = 0;  // all priorities
   uint64_t tx_bytes = 0;  // wire bytes sent (INT's txBytes)
   uint64_t tx_packets = 0;
   // serialize_ns(wire_bytes, rate_bps), kept for the last size (most frames are one size).
   uint64_t serialize(uint64_t wire_bytes) {
     if (wire_bytes != ser_bytes_)
-      ser_bytes_ = wire_bytes, ser_ns_ = serialize_ns(wire_bytes, rate_bps);
+      ser_bytes_ = static_cast<uint32_t>(wire_bytes), ser_ns_ = serialize_ns(wire_bytes, rate_bps);
     return ser_ns_;
   }
-  uint64_t ser_bytes_ = 0, ser_ns_ = 0;
+  uint64_t ser_ns_ = 0;
+  uint32_t ser_bytes_ = 0;
+  bool busy = false;
+  bool peer_switch = false;  // the far end is a switch's port (connect)
   uint8_t queued = 0;  // bit p: queue[p] holds a frame (the ETS pick reads no empty ring)
-  std::array<engine::Ring<uint32_t>, kPriorities> queue;  // frames (Network's pool)
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
+  std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
+  std::array<bool, kPriorities> pause_sent{};  // ingress: an XOFF stands (below)
+  uint64_t queue_max = 0, marked = 0;
+  uint64_t queue_samples = 0, queue_sum = 0;  // queue left at dequeue, after stats_from_ns
+  alignas(64) std::array<uint64_t, kPriorities> tc_bytes{};  // bytes sent per class, likewise
+  std::array<engine::Ring<uint32_t>, kPriorities> queue;  // frames (Network's pool)
+  // Ingress side (switch ports, and a NIC's receive buffer): bytes of the packets that came
+  // in here, still buffered (or the MMU's account of them); which XOFF is being refreshed.
+  std::array<uint64_t, kPriorities> ingress_bytes{};
+  uint64_t mmu_headroom = 0;
+  std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
+  std::array<uint64_t, kPriorities> xoff_gen{};
   std::array<uint64_t, kPriorities> pause_until{};  // when that PAUSE's quanta run out
   std::array<uint64_t, kPriorities> pause_gen{};  // counts pauses and resumes (watchdog)
-  std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
   EtsState ets;
-  // Ingress side (switch ports, and a NIC's receive buffer): bytes of the packets that came
-  // in here, still buffered; whether an XOFF stands, and which one is being refreshed.
-  std::array<uint64_t, kPriorities> ingress_bytes{};
-  std::array<bool, kPriorities> pause_sent{};
-  std::array<uint64_t, kPriorities> xoff_gen{};
   engine::Ring<Packet> rx;  // a NIC's receive buffer, oldest first (NicRxParams)
   uint64_t rx_bytes = 0;
   bool rx_busy = false;
-  std::array<MmuQueue, kPriorities> mmu{};  // with the shared-buffer MMU
-  uint64_t mmu_headroom = 0;
   // Counters.
-  uint64_t drops = 0, marked = 0, pauses_sent = 0, queue_max = 0;
+  uint64_t drops = 0, pauses_sent = 0;
   std::array<uint64_t, kPriorities> pauses_by_prio{};  // XOFF frames (refreshes too)
   std::array<uint64_t, kPriorities> resumes_by_prio{};  // XON frames
   std::array<uint64_t, kPriorities> pauses_expired{};  // honoured here, ran out without XON
   uint64_t pauses_ignored = 0;  // PAUSE for a priority without PFC here
   uint64_t storms = 0, storm_drops = 0;  // the watchdog's detections and its drops
-  uint64_t queue_samples = 0, queue_sum = 0;  // queue left at dequeue, after stats_from_ns
-  std::array<uint64_t, kPriorities> tc_bytes{};  // bytes sent per class, after stats_from_ns
 };
 
 // Where packets for a host go: the simulator's hosts implement it.
@@ -215,12 +224,11 @@ class Network {
   // Starts loading what handle(e) will touch first (the port, the frame arriving), so that
   // the memory of the next event is on its way while this one runs.
   void prefetch(const Event& e) const {
-    if (e.kind == EventKind::kTxDone) return __builtin_prefetch(&ports_[e.a]);
+    if (e.kind == EventKind::kTxDone) return prefetch_line(&ports_[e.a]);
     if (e.kind != EventKind::kArrive || e.b >= pool_.size()) return;
-    const char* f = reinterpret_cast<const char*>(&pool_[e.b]);
-    __builtin_prefetch(f);
-    __builtin_prefetch(f + 64);
-    __builtin_prefetch(&ports_[e.a ^ 1]);  // its peer: connect() makes ports in pairs
+    prefetch_line(&pool_[e.b]);  // the frame's first line: all a switch reads
+    prefetch_line(&ports_[e.a]);
+    prefetch_line(&ports_[e.a ^ 1]);  // its peer: connect() makes ports in pairs
   }
 
   uint32_t host_port(uint32_t node) const { return nodes_[node].ports.front(); }
@@ -243,9 +251,11 @@ class Network {
   const MmuSwitch& mmu_of(uint32_t node) const { return nodes_[node].mmu; }
 
  private:
-  struct Node {
+  // A node; what routing a frame reads first shares the first cache line.
+  struct alignas(64) Node {
     bool is_switch = false;
     uint32_t ipv4 = 0;
+    std::vector<uint32_t> hop_at, hops;  // routes flattened (flatten_routes)
     SwitchParams sw;
     QosParams qos;  // a host's NIC (a switch's are sw.qos)
     NicRxParams nic;
@@ -253,7 +263,6 @@ class Network {
     MmuSwitch mmu;
     std::vector<uint32_t> ports;
     std::vector<std::vector<uint32_t>> routes;  // by destination host node: ECMP ports
-    std::vector<uint32_t> hop_at, hops;  // routes flattened (flatten_routes)
   };
   const QosParams& settings_of(uint32_t node) const;  // qos_of, not kept
   const QosParams& find_qos(uint32_t node) const;     // qos_of's first look, kept
