@@ -79,17 +79,28 @@ TEST(SimEventQueue, matches_a_heap_on_time_then_order_under_interleaving) {
   EXPECT_TRUE(q.empty());
 }
 
-TEST(SimEventQueue, peek_names_the_next_event_of_the_same_instant_only) {
+TEST(SimEventQueue, peek_names_the_next_event_in_its_instant_a_later_slot_or_the_far_heap) {
   EventQueue q;
+  EXPECT_EQ(q.peek(), nullptr);  // empty
   q.push(10, EventKind::kArrive, 1);
   q.push(10, EventKind::kArrive, 2);
   q.push(20, EventKind::kArrive, 3);
+  q.push(20 + EventQueue::kWindow, EventKind::kArrive, 4);  // beyond the wheel
   EXPECT_EQ(q.pop().a, 1u);
   ASSERT_NE(q.peek(), nullptr);  // the next one at 10
   EXPECT_EQ(q.peek()->a, 2u);
   EXPECT_EQ(q.pop().a, 2u);
-  EXPECT_EQ(q.peek(), nullptr);  // the instant is done: the next slot is not looked for
+  ASSERT_NE(q.peek(), nullptr);  // the instant is done: the next slot's first
+  EXPECT_EQ(q.peek()->a, 3u);
+  q.push(15, EventKind::kArrive, 5);  // scheduled meanwhile, earlier: the hint follows
+  EXPECT_EQ(q.peek()->a, 5u);
+  EXPECT_EQ(q.pop().a, 5u);
   EXPECT_EQ(q.pop().a, 3u);
+  ASSERT_NE(q.peek(), nullptr);  // only the far event is left
+  EXPECT_EQ(q.peek()->a, 4u);
+  EXPECT_EQ(q.size(), 1u);  // peeking moved nothing
+  EXPECT_EQ(q.pop().a, 4u);
+  EXPECT_EQ(q.peek(), nullptr);
   EXPECT_TRUE(q.empty());
 }
 
