@@ -17,7 +17,8 @@ namespace vrnic::sim {
 // What an event does; `a` and `b` name its target (a port, a host, a flow) and `c` carries
 // a small argument (a timer generation, a pause state).
 enum class EventKind : uint8_t {
-  kTxDone,     // a port finished serialising its current frame: a = port
+  kTxDone,     // a port finished serialising its current frame: a = port, b = the frame
+               // then next in that frame's queue, or kNone (a hint for prefetching)
   kArrive,     // the oldest frame on a link reaches its far end: a = port that sent it,
                // b = the frame
   kPause,      // a PFC frame reaches a port: a = port, b = priority, c = quanta (0: XON)
@@ -33,12 +34,13 @@ enum class EventKind : uint8_t {
   kSample,     // the time series takes a sample
 };
 
-struct Event {
+// 32 bytes, aligned in the queue's pool so that an event is one cache line's read.
+struct alignas(32) Event {
   uint64_t time = 0;
-  uint64_t seq = 0;  // scheduling order: the tie-break
-  EventKind kind = EventKind::kTxDone;
-  uint32_t a = 0, b = 0;
   uint64_t c = 0;
+  uint32_t a = 0, b = 0;
+  EventKind kind = EventKind::kTxDone;
+  uint32_t link = 0;  // the EventQueue's own: the next event of a slot, or of its free list
 };
 
 // A timing wheel of one-nanosecond slots over the next kWindow ns, with a heap beyond it.
@@ -48,9 +50,9 @@ struct Event {
 // next event is the head of the first non-empty slot (a bitmap finds it). Later events wait
 // in a heap ordered by (time, scheduling order) and move into their slot, in that order,
 // as soon as the window reaches them, before anything else can be scheduled there; so the
-// events of one instant always leave in the order they were scheduled. A slot is a list
-// threaded through one pool of nodes, whose freed nodes are taken again first: the events
-// in flight stay in a few warm cache lines, and a slot costs eight bytes.
+// events of one instant always leave in the order they were scheduled. A slot is a list of
+// events threaded through one pool by their links, whose freed entries are taken again
+// first: the events in flight stay in few cache lines, and a slot costs eight bytes.
 class EventQueue {
  public:
   static constexpr uint64_t kWindow = 8192;  // ns; a power of two
@@ -58,26 +60,27 @@ class EventQueue {
   [[gnu::always_inline]] void push(uint64_t time, EventKind kind, uint32_t a, uint32_t b = 0,
                                    uint64_t c = 0) {
     if (time < now_) in_the_past();
-    const Event e{time, next_seq_++, kind, a, b, c};
+    const Event e{time, c, a, b, kind, kNil};
+    const uint64_t seq = next_seq_++;
     ++size_;
     if (time - now_ < kWindow) return to_slot(e);
-    to_far(e);
+    to_far({e, seq});
   }
   bool empty() const { return size_ == 0; }
   const Event& top() const {
     if (!settled_) settle();
-    return pool_[slots_[cursor_].head].e;
+    return pool_[slots_[cursor_].head];
   }
   Event pop() {
     if (!settled_) settle();
     Slot& s = slots_[cursor_];
     const uint32_t n = s.head;
-    const Event e = pool_[n].e;
-    s.head = pool_[n].next;
+    const Event e = pool_[n];
+    s.head = e.link;
     // The node freed before this one is taken by the second push after this pop (an event
     // often schedules two): load it now, while the event runs.
     if (free_ != kNil) prefetch_line(&pool_[free_]);
-    pool_[n].next = free_;
+    pool_[n].link = free_;
     free_ = n;
     --size_;
     if (s.head == kNil) {
@@ -90,29 +93,29 @@ class EventQueue {
   // The event that will be taken next if nothing earlier is scheduled meanwhile, or null
   // when the queue is empty: a hint for prefetching, nothing more (it moves nothing).
   const Event* peek() const {
-    if (settled_) return &pool_[slots_[cursor_].head].e;
-    if (in_wheel_slots_ > 0) return &pool_[slots_[next_slot(cursor_)].head].e;
-    return far_.empty() ? nullptr : &far_.front();
+    if (settled_) return &pool_[slots_[cursor_].head];
+    if (in_wheel_slots_ > 0) return &pool_[slots_[next_slot(cursor_)].head];
+    return far_.empty() ? nullptr : &far_.front().e;
   }
   uint64_t scheduled() const { return next_seq_; }
   size_t size() const { return size_; }
 
  private:
   static constexpr uint32_t kNil = UINT32_MAX;
-  struct Later {
-    bool operator()(const Event& x, const Event& y) const {
-      return x.time != y.time ? x.time > y.time : x.seq > y.seq;
-    }
-  };
-  struct Node {
+  struct Far {
     Event e;
-    uint32_t next = kNil;  // the next node of its slot, or of the free list
+    uint64_t seq;  // scheduling order: the tie-break of one instant's events
+  };
+  struct Later {
+    bool operator()(const Far& x, const Far& y) const {
+      return x.e.time != y.e.time ? x.e.time > y.e.time : x.seq > y.seq;
+    }
   };
   struct Slot {
     uint32_t head = kNil, tail = kNil;  // valid while the slot's bit is set
   };
 
-  [[gnu::noinline]] void to_far(const Event& e) {
+  [[gnu::noinline]] void to_far(const Far& e) {
     far_.push_back(e);
     std::push_heap(far_.begin(), far_.end(), Later{});
   }
@@ -126,14 +129,13 @@ class EventQueue {
       n = static_cast<uint32_t>(pool_.size());
       pool_.emplace_back();
     } else {
-      free_ = pool_[n].next;
+      free_ = pool_[n].link;
     }
-    pool_[n].e = e;
-    pool_[n].next = kNil;
+    pool_[n] = e;  // its link kNil
     const size_t i = e.time & (kWindow - 1);
     Slot& s = slots_[i];
     if (bits_[i / 64] & (1ull << (i % 64))) {
-      pool_[s.tail].next = n;
+      pool_[s.tail].link = n;
     } else {
       bits_[i / 64] |= 1ull << (i % 64);
       ++in_wheel_slots_;
@@ -145,15 +147,15 @@ class EventQueue {
   // its slot, now_ to its time, and every far event the window now covers into its slot.
   void settle() const {
     if (in_wheel_slots_ == 0) {  // only far events: jump to the first of them
-      now_ = far_.front().time;
+      now_ = far_.front().e.time;
       cursor_ = now_ & (kWindow - 1);
     } else {
       cursor_ = next_slot(now_ & (kWindow - 1));
       now_ += (cursor_ - (now_ & (kWindow - 1))) & (kWindow - 1);
     }
-    while (!far_.empty() && far_.front().time - now_ < kWindow) {
+    while (!far_.empty() && far_.front().e.time - now_ < kWindow) {
       std::pop_heap(far_.begin(), far_.end(), Later{});
-      to_slot(far_.back());
+      to_slot(far_.back().e);
       far_.pop_back();
     }
     settled_ = true;
@@ -172,7 +174,7 @@ class EventQueue {
 
   mutable std::array<Slot, kWindow> slots_{};
   mutable std::array<uint64_t, kWindow / 64> bits_{};
-  mutable std::vector<Node> pool_;
+  mutable std::vector<Event> pool_;  // the wheel's events, threaded by link
   mutable uint32_t free_ = kNil;  // the free nodes, last freed first
   mutable size_t in_wheel_slots_ = 0;
   mutable size_t cursor_ = 0;
@@ -180,7 +182,7 @@ class EventQueue {
   // until that slot empties (what is scheduled meanwhile is at or after its time).
   mutable bool settled_ = false;
   mutable uint64_t now_ = 0;  // the time of the earliest event (the last one taken, or due)
-  mutable std::vector<Event> far_;  // a heap: events kWindow ns or more after now_
+  mutable std::vector<Far> far_;  // a heap: events kWindow ns or more after now_
   size_t size_ = 0;
   uint64_t next_seq_ = 0;
 };

@@ -226,7 +226,8 @@ void Network::try_send(uint32_t port) {
   out.tx_bytes += p.wire_bytes();
   out.busy = true;
   ++out.tx_packets;
-  ev_.push(now + ser, EventKind::kTxDone, port);
+  const uint32_t next = out.queue[prio].empty() ? kNone : out.queue[prio].front();
+  ev_.push(now + ser, EventKind::kTxDone, port, next);
   ev_.push(now + ser + out.delay_ns, EventKind::kArrive, port, frame);
 }
 

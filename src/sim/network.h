@@ -224,7 +224,12 @@ class Network {
   // Starts loading what handle(e) will touch first (the port, the frame arriving), so that
   // the memory of the next event is on its way while this one runs.
   void prefetch(const Event& e) const {
-    if (e.kind == EventKind::kTxDone) return prefetch_line(&ports_[e.a]);
+    if (e.kind == EventKind::kTxDone) {  // the port, its queues, the frame likely next
+      prefetch_line(&ports_[e.a]);
+      prefetch_line(&ports_[e.a].queue);
+      if (e.b < pool_.size()) prefetch_line(&pool_[e.b]);
+      return;
+    }
     if (e.kind != EventKind::kArrive || e.b >= pool_.size()) return;
     prefetch_line(&pool_[e.b]);  // the frame's first line: all a switch reads
     prefetch_line(&ports_[e.a]);
