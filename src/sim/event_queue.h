@@ -97,6 +97,13 @@ class EventQueue {
     if (in_wheel_slots_ > 0) return &pool_[slots_[next_slot(cursor_)].head];
     return far_.empty() ? nullptr : &far_.front().e;
   }
+  // The event that will be taken after `next` (what peek() gave) on the same proviso, or
+  // null: a hint one event further, so that its line can be loaded before peek() reads it.
+  const Event* peek_after(const Event& next) const {
+    if (next.link != kNil) return &pool_[next.link];  // the rest of its slot
+    if (in_wheel_slots_ == 0) return nullptr;
+    return &pool_[slots_[next_slot((next.time + 1) & (kWindow - 1))].head];
+  }
   uint64_t scheduled() const { return next_seq_; }
   size_t size() const { return size_; }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "sim/prefetch.h"
 #include "wire/headers.h"
 
 namespace vrnic::sim {
@@ -204,7 +205,10 @@ Summary Simulator::run(const std::function<void(uint64_t, uint64_t)>& progress) 
   if (sample_ns_ > 0) ev_.push(0, EventKind::kSample, 0);
   while (!ev_.empty() && finished_ < flows_.size() && ev_.top().time <= sc_.duration_ns) {
     const Event e = ev_.pop();
-    if (const Event* next = ev_.peek()) net_.prefetch(*next);
+    if (const Event* next = ev_.peek()) {  // what the next event touches; the one after it
+      net_.prefetch(*next);
+      if (const Event* after = ev_.peek_after(*next)) prefetch_line(after);
+    }
     clock_.advance_to(e.time);
     if (e.kind == EventKind::kSample) {
       sample_queues();
