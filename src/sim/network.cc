@@ -128,7 +128,9 @@ uint32_t Network::ecmp_port(uint32_t node, std::span<const uint32_t> ports,
   z ^= (uint64_t{p.ip.src_port} << 16 | p.ip.dst_port) * 0x9e3779b97f4a7c15ull + node;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return ports[(z ^ (z >> 31)) % ports.size()];
+  z ^= z >> 31;
+  const size_t n = ports.size();  // a power of two in a fat tree: a mask, not a division
+  return ports[(n & (n - 1)) == 0 ? z & (n - 1) : z % n];
 }
 
 void Network::set_route(uint32_t node, uint32_t ipv4, uint32_t port) {
