@@ -8,6 +8,7 @@
 #include "engine/core.h"
 #include "engine/device.h"
 #include "engine/icrc_peers.h"
+#include "engine/names.h"
 #include "engine/requester.h"
 #include "engine/responder.h"
 #include "engine/srq.h"
@@ -27,7 +28,8 @@ struct Device::Impl {
   IcrcPeers icrc_peers;
   std::vector<std::unique_ptr<Pd>> pds;
   std::vector<std::unique_ptr<Cq>> cqs;
-  std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps;
+  std::unordered_map<uint32_t, std::unique_ptr<Qp>> qps;  // owns them; walked in this order
+  NameTable<Qp*, nullptr> qp_by_qpn;  // finds them: one cell, not a bucket and a chain
   std::vector<std::unique_ptr<Srq>> srqs;
   std::vector<std::unique_ptr<Xrcd>> xrcds;
   uint32_t next_srqn = 1;
@@ -35,9 +37,10 @@ struct Device::Impl {
   RecentNames recent_qpns;  // QPNs destroyed lately: not handed out again soon (new_qp)
   std::vector<Qp*> timer_due;  // on_timer's scratch: the QPs it runs the timers of
 
-  Qp* find_qp(uint32_t qpn) {
-    auto it = qps.find(qpn);
-    return it == qps.end() ? nullptr : it->second.get();
+  Qp* find_qp(uint32_t qpn) const { return qp_by_qpn.find(qpn); }
+  void add_qp(std::unique_ptr<Qp> qp) {
+    qp_by_qpn.insert(qp->qpn, qp.get());
+    qps.emplace(qp->qpn, std::move(qp));
   }
   bool has_pd(const Pd* pd) const {
     return std::any_of(pds.begin(), pds.end(), [&](auto& p) { return p.get() == pd; });

@@ -23,7 +23,7 @@ std::unique_ptr<Qp> Device::Impl::new_qp(Errno& err) {
   auto qp = std::make_unique<Qp>();
   uint32_t qpn;
   do qpn = core.names.next24();
-  while (qpn < 2 || qpn == kMulticastQpn || qps.count(qpn) != 0 || recent_qpns.contains(qpn));
+  while (qpn < 2 || qpn == kMulticastQpn || qp_by_qpn.contains(qpn) || recent_qpns.contains(qpn));
   qp->qpn = qpn;
   return qp;
 }
@@ -95,7 +95,7 @@ Qp* Device::create_qp(QpInitAttr& init, Errno& err) {
   }
   Qp* raw = qp.get();
   d.core.timers.add(*raw);
-  d.qps.emplace(raw->qpn, std::move(qp));
+  d.add_qp(std::move(qp));
   return raw;
 }
 
@@ -120,7 +120,7 @@ Qp* Device::create_xrc_tgt(QpInitAttr& init, Errno& err) {
   ++init.xrcd->users;
   Qp* raw = qp.get();
   d.core.timers.add(*raw);
-  d.qps.emplace(raw->qpn, std::move(qp));
+  d.add_qp(std::move(qp));
   return raw;
 }
 
@@ -228,6 +228,7 @@ Errno Device::destroy_qp(Qp* qp) {
   d.recent_qpns.add(qp->qpn);
   d.core.auth.erase(qp->qpn);
   d.core.timers.remove(*qp);
+  d.qp_by_qpn.erase(qp->qpn);
   d.qps.erase(qp->qpn);
   return 0;
 }

@@ -49,15 +49,16 @@ class RecentNames {
   size_t next_ = 0;
 };
 
-// Name -> index for random names (never 0): open addressing with the name's low bits as its
+// Name -> value for random names (never 0): open addressing with the name's low bits as its
 // home cell (the names are uniform already: no hashing), linear probing, deletion by
 // backward shift (no tombstones), at most half full; a lookup is one cell in the common
 // case, the cost the slot-indexed keys had (a node-based map measured 7-9 % fewer packets/s
-// in engine_benchmark).
-class NameIndex {
+// in engine_benchmark). `None` is what find returns for a name not present.
+template <class V, V None>
+class NameTable {
  public:
-  static constexpr uint32_t kNone = UINT32_MAX;
-  uint32_t find(uint32_t name) const {
+  static constexpr V kNone = None;
+  V find(uint32_t name) const {
     if (cells_.empty() || name == 0) return kNone;
     for (size_t i = name & mask_;; i = (i + 1) & mask_) {
       if (cells_[i].name == name) return cells_[i].value;
@@ -65,17 +66,63 @@ class NameIndex {
     }
   }
   bool contains(uint32_t name) const { return find(name) != kNone; }
-  void insert(uint32_t name, uint32_t value);  // name != 0 and not present
-  void erase(uint32_t name);                   // if present
+  // The cell a lookup of `name` reads first (a prefetch hint); null while empty.
+  const void* home(uint32_t name) const {
+    return cells_.empty() ? nullptr : &cells_[name & mask_];
+  }
+  void insert(uint32_t name, V value);  // name != 0 and not present
+  void erase(uint32_t name);            // if present
   size_t size() const { return used_; }
 
  private:
   struct Cell {
-    uint32_t name = 0, value = 0;
+    uint32_t name = 0;
+    V value{};
   };
-  void place(uint32_t name, uint32_t value);
+  void place(uint32_t name, V value) {
+    size_t i = name & mask_;
+    while (cells_[i].name != 0) i = (i + 1) & mask_;
+    cells_[i] = {name, value};
+  }
   std::vector<Cell> cells_;
   size_t mask_ = 0, used_ = 0;
 };
+
+template <class V, V None>
+void NameTable<V, None>::insert(uint32_t name, V value) {
+  if ((used_ + 1) * 2 > cells_.size()) {
+    std::vector<Cell> old;
+    old.swap(cells_);
+    cells_.assign(old.empty() ? 64 : old.size() * 2, Cell{});
+    mask_ = cells_.size() - 1;
+    for (const Cell& c : old)
+      if (c.name != 0) place(c.name, c.value);
+  }
+  place(name, value);
+  ++used_;
+}
+
+template <class V, V None>
+void NameTable<V, None>::erase(uint32_t name) {
+  if (cells_.empty() || name == 0) return;
+  size_t i = name & mask_;
+  while (cells_[i].name != name) {
+    if (cells_[i].name == 0) return;
+    i = (i + 1) & mask_;
+  }
+  // Backward shift: a later cell of the run whose home is not in (i, j] moves into the hole.
+  for (size_t j = (i + 1) & mask_; cells_[j].name != 0; j = (j + 1) & mask_) {
+    const size_t home = cells_[j].name & mask_;
+    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    cells_[i] = cells_[j];
+    i = j;
+  }
+  cells_[i] = Cell{};
+  --used_;
+}
+
+// Name -> slot index (memory keys).
+using NameIndex = NameTable<uint32_t, UINT32_MAX>;
 
 }  // namespace vrnic::engine
