@@ -20,7 +20,8 @@ enum class EventKind : uint8_t {
   kTxDone,     // a port finished serialising its current frame: a = port, b = the frame
                // then next in that frame's queue, or kNone (a hint for prefetching)
   kArrive,     // the oldest frame on a link reaches its far end: a = port that sent it,
-               // b = the frame
+               // b = the frame, c = the port a switch there sends it out of (kNone: none,
+               // or a host) and, above bit 32, the priority it left with
   kPause,      // a PFC frame reaches a port: a = port, b = priority, c = quanta (0: XON)
   kPauseExpire,  // the PAUSE honoured at port a, priority b may have run out
   kPfcRefresh,   // port a sends its XOFF for priority b again if it stands (c: which one)

@@ -50,6 +50,8 @@ uint32_t Network::connect(uint32_t a, uint32_t b, double rate_bps, uint64_t dela
   ports_[pa + 1].peer = pa;
   ports_[pa].peer_switch = nodes_[b].is_switch;
   ports_[pa + 1].peer_switch = nodes_[a].is_switch;
+  ports_[pa].peer_node = b;
+  ports_[pa + 1].peer_node = a;
   nodes_[a].ports.push_back(pa);
   nodes_[b].ports.push_back(pa + 1);
   qos_.clear();
@@ -172,6 +174,7 @@ void Network::enqueue(uint32_t port, Packet&& p) {
     p.prio = qos_of(node).prio_of_tos(p.tos);
     const auto dst = host_by_ipv4_.find(ipv4_of_packet(p));
     p.dst_node = dst == host_by_ipv4_.end() ? kNone : dst->second;
+    route_path(nodes_[node], port, p);
   }
   p.wire = static_cast<uint32_t>(p.count_wire_bytes());
   enqueue_held(port, hold(std::move(p)));
@@ -230,7 +233,16 @@ void Network::try_send(uint32_t port) {
   ++out.tx_packets;
   const uint32_t next = out.queue[prio].empty() ? kNone : out.queue[prio].front();
   ev_.push(now + ser, EventKind::kTxDone, port, next);
-  ev_.push(now + ser + out.delay_ns, EventKind::kArrive, port, frame);
+  // A switch at the far end routes the frame now, while it is in cache: the arrival's
+  // prefetch then names the egress port too (routes are fixed, the choice the same).
+  uint32_t egress = kNone;
+  if (out.peer_switch) {
+    const bool known = p.routed < Packet::kPathHops && p.path[p.routed] != Packet::kUnrouted;
+    egress = known ? p.path[p.routed] : egress_port(out.peer_node, p);
+    p.routed += p.routed < UINT8_MAX;
+  }
+  ev_.push(now + ser + out.delay_ns, EventKind::kArrive, port, frame,
+           uint64_t{static_cast<uint32_t>(prio)} << 32 | egress);
 }
 
 // A frame leaves a switch's egress queue: the queue it leaves behind is sampled, RED marks
@@ -277,7 +289,7 @@ void Network::handle(const Event& e) {
       try_send(e.a);
       break;
     case EventKind::kArrive:
-      on_arrive(e.a, e.b);
+      on_arrive(e.a, e.b, static_cast<uint32_t>(e.c));  // c: the egress port (try_send)
       break;
     case EventKind::kPause:
       on_pause(e.a, static_cast<uint8_t>(e.b), static_cast<uint16_t>(e.c));
@@ -304,15 +316,55 @@ void Network::handle(const Event& e) {
 
 // A link delivers in the order it sends (one delay, frames serialised one after another), so
 // the event's frame is the oldest on the link.
-void Network::on_arrive(uint32_t from_port, uint32_t frame) {
+void Network::on_arrive(uint32_t from_port, uint32_t frame, uint32_t egress) {
   const Port& from = ports_[from_port];
   if (!from.peer_switch) return host_receive(from.peer, release(frame));
-  switch_receive(from.peer, frame);
+  switch_receive(from.peer, frame, egress);
 }
 
-// A frame in at switch port `port`: counted against the ingress (PAUSE upstream past
-// XOFF), routed by destination IP, queued at the egress.
-void Network::switch_receive(uint32_t port, uint32_t frame) {
+uint32_t Network::egress_port(uint32_t node, const Packet& p) const {
+  const Node& sw = nodes_[node];
+  const uint32_t d = p.dst_node;
+  if (size_t{d} + 1 >= sw.hop_at.size() || sw.hop_at[d] == sw.hop_at[d + 1]) return kNone;
+  const std::span<const uint32_t> hops(sw.hops.data() + sw.hop_at[d],
+                                       sw.hop_at[d + 1] - sw.hop_at[d]);
+  return ecmp_port(node, hops, p);
+}
+
+// A flow's path is fixed (static routes; ECMP hashes the addresses and ports): the sending
+// NIC finds it in its host's cache of recent flows or walks it once, and the switches read
+// no routes.
+void Network::route_path(Node& host, uint32_t host_port, Packet& p) {
+  const Port& nic = ports_[host_port];
+  if (!nic.peer_switch) return;
+  const uint32_t src = uint32_t{p.ip.src[0]} << 24 | uint32_t{p.ip.src[1]} << 16 |
+                       uint32_t{p.ip.src[2]} << 8 | p.ip.src[3];
+  const uint64_t addrs = uint64_t{src} << 32 | ipv4_of_packet(p);
+  const uint32_t ports = uint32_t{p.ip.src_port} << 16 | p.ip.dst_port;
+  if (host.paths.empty()) host.paths.resize(size_t{1} << kPathCacheBits);
+  const size_t i = ((addrs ^ uint64_t{ports} << 7) * 0x9e3779b97f4a7c15ull) >> (64 - kPathCacheBits);
+  Node::CachedPath& c = host.paths[i];
+  if (!c.used || c.addrs != addrs || c.ports != ports) c = {addrs, ports, true, walk_path(nic.peer_node, p)};
+  p.path = c.path;
+}
+
+// The egress port at each switch from `first_switch` on: kNone where there is no route,
+// kUnrouted past a host or beyond kPathHops switches.
+std::array<uint32_t, Packet::kPathHops> Network::walk_path(uint32_t first_switch,
+                                                            const Packet& p) const {
+  std::array<uint32_t, Packet::kPathHops> path = Packet::unrouted_path();
+  uint32_t sw = first_switch;
+  for (size_t i = 0; i < path.size(); ++i) {
+    path[i] = egress_port(sw, p);
+    if (path[i] == kNone || !ports_[path[i]].peer_switch) break;
+    sw = ports_[path[i]].peer_node;
+  }
+  return path;
+}
+
+// A frame in at switch port `port`, routed by destination IP to `egress` (egress_port):
+// counted against the ingress (PAUSE upstream past XOFF), queued at the egress.
+void Network::switch_receive(uint32_t port, uint32_t frame, uint32_t egress) {
   Node& sw = nodes_[ports_[port].node];
   Packet& p = pool_[frame];
   if (dropped_by_rule(sw, p)) {
@@ -320,8 +372,7 @@ void Network::switch_receive(uint32_t port, uint32_t frame) {
     release(frame);
     return;
   }
-  const uint32_t d = p.dst_node;
-  if (size_t{d} + 1 >= sw.hop_at.size() || sw.hop_at[d] == sw.hop_at[d + 1]) {
+  if (egress == kNone) {
     ++ports_[port].drops;  // no route: dropped and counted at the ingress
     release(frame);
     return;
@@ -340,9 +391,7 @@ void Network::switch_receive(uint32_t port, uint32_t frame) {
         in.ingress_bytes[p.prio] > sw.sw.xoff)
       send_pfc(port, p.prio, true);
   }
-  const std::span<const uint32_t> hops(sw.hops.data() + sw.hop_at[d],
-                                       sw.hop_at[d + 1] - sw.hop_at[d]);
-  enqueue_held(ecmp_port(ports_[port].node, hops, p), frame);
+  enqueue_held(egress, frame);
 }
 
 uint64_t Network::drops() const {

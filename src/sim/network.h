@@ -58,6 +58,18 @@ struct alignas(64) Packet {
   // HPCC: the INT header (kIntHeaderBytes more on the wire) and the records in it, stamped
   // by the switches on a data packet, echoed by the receiver's NIC in its ACK. Null: none.
   DeepPtr<IntRecord> telemetry;
+  // The port each switch on the way sends it out of, in order, chosen at the sending NIC
+  // (Network::route_path); kUnrouted: the switch looks it up itself. `routed`: how many
+  // switches it has been sent toward.
+  static constexpr size_t kPathHops = 7;
+  std::array<uint32_t, kPathHops> path = unrouted_path();
+  uint8_t routed = 0;
+  static constexpr uint32_t kUnrouted = kNone - 1;
+  static constexpr std::array<uint32_t, kPathHops> unrouted_path() {
+    std::array<uint32_t, kPathHops> a{};
+    a.fill(kUnrouted);
+    return a;
+  }
   uint64_t wire_bytes() const { return wire != 0 ? wire : count_wire_bytes(); }
   uint64_t count_wire_bytes() const {
     return bytes.size() + kFrameOverhead + (telemetry ? kIntHeaderBytes : 0);
@@ -143,6 +155,7 @@ struct alignas(64) Port {
   std::array<bool, kPriorities> paused{};  // the far end sent PAUSE for the priority
   std::array<bool, kPriorities> stormed{};        // the watchdog's action applies
   std::array<bool, kPriorities> pause_sent{};  // ingress: an XOFF stands (below)
+  uint32_t peer_node = kNone;  // the node at the link's far end
   uint64_t queue_max = 0, marked = 0;
   uint64_t queue_samples = 0, queue_sum = 0;  // queue left at dequeue, after stats_from_ns
   alignas(64) std::array<uint64_t, kPriorities> tc_bytes{};  // bytes sent per class, likewise
@@ -227,13 +240,25 @@ class Network {
     if (e.kind == EventKind::kTxDone) {  // the port, its queues, the frame likely next
       prefetch_line(&ports_[e.a]);
       prefetch_line(&ports_[e.a].queue);
-      if (e.b < pool_.size()) prefetch_line(&pool_[e.b]);
+      if (e.b < pool_.size()) {
+        prefetch_line(&pool_[e.b]);
+        prefetch_line(&pool_[e.b].path);
+      }
       return;
     }
     if (e.kind != EventKind::kArrive || e.b >= pool_.size()) return;
     prefetch_line(&pool_[e.b]);  // the frame's first line: all a switch reads
     prefetch_line(&ports_[e.a]);
     prefetch_line(&ports_[e.a ^ 1]);  // its peer: connect() makes ports in pairs
+    const auto egress = static_cast<uint32_t>(e.c);  // chosen when the frame left (try_send)
+    if (egress >= ports_.size()) return;
+    // Its queue and ingress account at the priority it left with (most often its priority
+    // here too).
+    const auto prio = static_cast<uint8_t>(e.c >> 32) & (kPriorities - 1);
+    prefetch_line(&ports_[egress]);
+    prefetch_line(reinterpret_cast<const char*>(&ports_[egress]) + 64);
+    prefetch_line(&ports_[egress].queue[prio]);
+    prefetch_line(&ports_[e.a ^ 1].mmu[prio]);
   }
 
   uint32_t host_port(uint32_t node) const { return nodes_[node].ports.front(); }
@@ -268,7 +293,18 @@ class Network {
     MmuSwitch mmu;
     std::vector<uint32_t> ports;
     std::vector<std::vector<uint32_t>> routes;  // by destination host node: ECMP ports
+    // A host's recent flows' paths (route_path): direct-mapped by addresses and ports.
+    struct CachedPath {
+      uint64_t addrs = 0;
+      uint32_t ports = 0;
+      bool used = false;
+      std::array<uint32_t, Packet::kPathHops> path{};
+    };
+    std::vector<CachedPath> paths;
   };
+  static constexpr int kPathCacheBits = 4;
+  void route_path(Node& host, uint32_t host_port, Packet& p);
+  std::array<uint32_t, Packet::kPathHops> walk_path(uint32_t first_switch, const Packet& p) const;
   const QosParams& settings_of(uint32_t node) const;  // qos_of, not kept
   const QosParams& find_qos(uint32_t node) const;     // qos_of's first look, kept
   void try_send(uint32_t port);
@@ -291,8 +327,10 @@ class Network {
   }
   void flatten_routes(Node& n);
   uint32_t ecmp_port(uint32_t node, std::span<const uint32_t> ports, const Packet& p) const;
-  void on_arrive(uint32_t from_port, uint32_t frame);
-  void switch_receive(uint32_t port, uint32_t frame);
+  // The port switch `node` sends a frame out of toward its destination; kNone: no route.
+  uint32_t egress_port(uint32_t node, const Packet& p) const;
+  void on_arrive(uint32_t from_port, uint32_t frame, uint32_t egress);
+  void switch_receive(uint32_t port, uint32_t frame, uint32_t egress);
   bool dropped_by_rule(Node& sw, const Packet& p);
   void setup_mmu();
   bool mmu_ingress(Node& sw, uint32_t port, const Packet& p);

@@ -2,6 +2,7 @@
 // marking against the queue a packet leaves behind, PFC pause and resume against drops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "sim/network.h"
@@ -364,6 +365,92 @@ TEST(SimNetwork, ecmp_keeps_a_flow_on_one_path_and_spreads_flows) {
   EXPECT_GT(up2, 20u);
   EXPECT_LT(up2, 44u);
   EXPECT_EQ(rec.got.size(), 84u);
+}
+
+// The sending NIC keeps the paths of a few recent flows (Network::route_path): a flow keeps
+// its path whether its entry was still there or had been taken by another flow's.
+TEST(SimNetwork, a_flow_keeps_its_path_when_its_cached_path_was_evicted) {
+  EventQueue ev;
+  SimClock clock;
+  Network net(ev, clock, 1);
+  Recorder rec;
+  rec.clock = &clock;
+  net.set_sink(&rec);
+  const uint32_t a = net.add_host(0x0a000001), b = net.add_host(0x0a000002);
+  const uint32_t left = net.add_switch({}), right = net.add_switch({});
+  std::vector<uint32_t> ups;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t mid = net.add_switch({});
+    ups.push_back(net.connect(left, mid, 100e9, 1000));
+    net.connect(mid, right, 100e9, 1000);
+  }
+  net.connect(a, left, 100e9, 1000);
+  net.connect(b, right, 100e9, 1000);
+  net.compute_routes();
+  auto path_of = [&](uint16_t sport) {  // which of left's four ports the flow's frame took
+    std::vector<uint64_t> before;
+    for (uint32_t u : ups) before.push_back(net.port(u).tx_packets);
+    Packet p;
+    p.ip.src = {10, 0, 0, 1};
+    p.ip.dst = {10, 0, 0, 2};
+    p.ip.src_port = sport;
+    p.bytes.assign(100, 0);
+    net.enqueue(net.host_port(a), std::move(p));
+    while (!ev.empty()) {
+      const Event e = ev.pop();
+      clock.advance_to(e.time);
+      net.handle(e);
+    }
+    int took = -1;
+    for (size_t i = 0; i < ups.size(); ++i)
+      if (net.port(ups[i]).tx_packets != before[i]) took = static_cast<int>(i);
+    return took;
+  };
+  std::vector<int> first;  // 64 flows: four times the NIC's cache
+  for (uint16_t s = 0; s < 64; ++s) first.push_back(path_of(static_cast<uint16_t>(0xc000 + s)));
+  for (int round = 0; round < 3; ++round)
+    for (uint16_t s = 0; s < 64; ++s)
+      ASSERT_EQ(path_of(static_cast<uint16_t>(0xc000 + (s * 7 + round) % 64)),
+                first[(s * 7 + round) % 64]);
+  for (int i = 0; i < 4; ++i)  // and the flows spread over the four ports
+    EXPECT_GT(std::count(first.begin(), first.end(), i), 4) << "port " << i;
+  EXPECT_EQ(rec.got.size(), 256u);
+  EXPECT_EQ(net.drops(), 0u);
+}
+
+// Past the switches a frame's path holds, each switch routes the frame itself.
+TEST(SimNetwork, frames_cross_more_switches_than_a_path_holds) {
+  EventQueue ev;
+  SimClock clock;
+  Network net(ev, clock, 1);
+  Recorder rec;
+  rec.clock = &clock;
+  net.set_sink(&rec);
+  const uint32_t a = net.add_host(0x0a000001), b = net.add_host(0x0a000002);
+  uint32_t prev = a;
+  for (size_t i = 0; i < Packet::kPathHops + 3; ++i) {
+    const uint32_t sw = net.add_switch({});
+    net.connect(prev, sw, 100e9, 1000);
+    prev = sw;
+  }
+  net.connect(prev, b, 100e9, 1000);
+  net.compute_routes();
+  for (uint16_t s = 0; s < 5; ++s) {
+    Packet p;
+    p.ip.src = {10, 0, 0, 1};
+    p.ip.dst = {10, 0, 0, 2};
+    p.ip.src_port = s;
+    p.bytes.assign(100, 0);
+    net.enqueue(net.host_port(a), std::move(p));
+  }
+  while (!ev.empty()) {
+    const Event e = ev.pop();
+    clock.advance_to(e.time);
+    net.handle(e);
+  }
+  EXPECT_EQ(rec.got.size(), 5u);
+  EXPECT_EQ(net.drops(), 0u);
+  EXPECT_EQ(net.path(a, b).size(), Packet::kPathHops + 4);  // the NIC's port and ten switches
 }
 
 }  // namespace
