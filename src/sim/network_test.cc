@@ -26,6 +26,39 @@ struct Recorder : HostSink {
   }
 };
 
+// Runs the fabric's events until none is left.
+void drain(EventQueue& ev, SimClock& clock, Network& net) {
+  while (!ev.empty()) {
+    const Event e = ev.pop();
+    clock.advance_to(e.time);
+    net.handle(e);
+  }
+}
+
+// A frame from 10.0.0.1 to 10.0.0.2, from UDP source port `sport`, 100 zero bytes.
+Packet frame_a_to_b(uint16_t sport) {
+  Packet p;
+  p.ip.src = {10, 0, 0, 1};
+  p.ip.dst = {10, 0, 0, 2};
+  p.ip.src_port = sport;
+  p.bytes.assign(100, 0);
+  return p;
+}
+
+// Hosts 10.0.0.1 (a) and 10.0.0.2 (b), not yet linked: a test builds the switches between.
+struct TwoHosts {
+  EventQueue ev;
+  SimClock clock;
+  Network net{ev, clock, 1};
+  Recorder rec;
+  uint32_t a = net.add_host(0x0a000001), b = net.add_host(0x0a000002);
+  TwoHosts() {
+    rec.clock = &clock;
+    net.set_sink(&rec);
+  }
+  void run() { drain(ev, clock, net); }
+};
+
 // Host A and host B on one switch: A's link at `rate_a`, B's at `rate_b`.
 struct Fabric {
   EventQueue ev;
@@ -57,13 +90,7 @@ struct Fabric {
       net.enqueue(net.host_port(a), std::move(p));
     }
   }
-  void run() {
-    while (!ev.empty()) {
-      const Event e = ev.pop();
-      clock.advance_to(e.time);
-      net.handle(e);
-    }
-  }
+  void run() { drain(ev, clock, net); }
   const Port& switch_port_to_b() const { return net.port(net.path(a, b).back()); }
   // Every one of the n frames sent arrived, in order, and nothing was dropped.
   void expect_lossless_in_order(uint32_t n) const {
@@ -325,13 +352,9 @@ TEST(SimNetwork, shared_buffer_mmu_pauses_instead_of_dropping) {
 // 5-tuple keep one path (no reordering within a flow); 64 source ports use both, about half
 // each.
 TEST(SimNetwork, ecmp_keeps_a_flow_on_one_path_and_spreads_flows) {
-  EventQueue ev;
-  SimClock clock;
-  Network net(ev, clock, 1);
-  Recorder rec;
-  rec.clock = &clock;
-  net.set_sink(&rec);
-  const uint32_t a = net.add_host(0x0a000001), b = net.add_host(0x0a000002);
+  TwoHosts h;
+  Network& net = h.net;
+  const uint32_t a = h.a, b = h.b;
   const uint32_t left = net.add_switch({}), up = net.add_switch({}), down = net.add_switch({}),
                  right = net.add_switch({});
   net.connect(a, left, 100e9, 1000);
@@ -342,19 +365,8 @@ TEST(SimNetwork, ecmp_keeps_a_flow_on_one_path_and_spreads_flows) {
   net.connect(b, right, 100e9, 1000);
   net.compute_routes();
   auto send = [&](uint16_t sport, int n) {
-    for (int i = 0; i < n; ++i) {
-      Packet p;
-      p.ip.src = {10, 0, 0, 1};
-      p.ip.dst = {10, 0, 0, 2};
-      p.ip.src_port = sport;
-      p.bytes.assign(100, 0);
-      net.enqueue(net.host_port(a), std::move(p));
-    }
-    while (!ev.empty()) {
-      const Event e = ev.pop();
-      clock.advance_to(e.time);
-      net.handle(e);
-    }
+    for (int i = 0; i < n; ++i) net.enqueue(net.host_port(a), frame_a_to_b(sport));
+    h.run();
   };
   send(0xc001, 20);
   const uint64_t up1 = net.port(via_up).tx_packets, down1 = net.port(via_down).tx_packets;
@@ -364,19 +376,15 @@ TEST(SimNetwork, ecmp_keeps_a_flow_on_one_path_and_spreads_flows) {
   EXPECT_EQ(up2 + net.port(via_down).tx_packets - down1, 64u);
   EXPECT_GT(up2, 20u);
   EXPECT_LT(up2, 44u);
-  EXPECT_EQ(rec.got.size(), 84u);
+  EXPECT_EQ(h.rec.got.size(), 84u);
 }
 
 // The sending NIC keeps the paths of a few recent flows (Network::route_path): a flow keeps
 // its path whether its entry was still there or had been taken by another flow's.
 TEST(SimNetwork, a_flow_keeps_its_path_when_its_cached_path_was_evicted) {
-  EventQueue ev;
-  SimClock clock;
-  Network net(ev, clock, 1);
-  Recorder rec;
-  rec.clock = &clock;
-  net.set_sink(&rec);
-  const uint32_t a = net.add_host(0x0a000001), b = net.add_host(0x0a000002);
+  TwoHosts h;
+  Network& net = h.net;
+  const uint32_t a = h.a, b = h.b;
   const uint32_t left = net.add_switch({}), right = net.add_switch({});
   std::vector<uint32_t> ups;
   for (int i = 0; i < 4; ++i) {
@@ -390,17 +398,8 @@ TEST(SimNetwork, a_flow_keeps_its_path_when_its_cached_path_was_evicted) {
   auto path_of = [&](uint16_t sport) {  // which of left's four ports the flow's frame took
     std::vector<uint64_t> before;
     for (uint32_t u : ups) before.push_back(net.port(u).tx_packets);
-    Packet p;
-    p.ip.src = {10, 0, 0, 1};
-    p.ip.dst = {10, 0, 0, 2};
-    p.ip.src_port = sport;
-    p.bytes.assign(100, 0);
-    net.enqueue(net.host_port(a), std::move(p));
-    while (!ev.empty()) {
-      const Event e = ev.pop();
-      clock.advance_to(e.time);
-      net.handle(e);
-    }
+    net.enqueue(net.host_port(a), frame_a_to_b(sport));
+    h.run();
     int took = -1;
     for (size_t i = 0; i < ups.size(); ++i)
       if (net.port(ups[i]).tx_packets != before[i]) took = static_cast<int>(i);
@@ -414,19 +413,15 @@ TEST(SimNetwork, a_flow_keeps_its_path_when_its_cached_path_was_evicted) {
                 first[(s * 7 + round) % 64]);
   for (int i = 0; i < 4; ++i)  // and the flows spread over the four ports
     EXPECT_GT(std::count(first.begin(), first.end(), i), 4) << "port " << i;
-  EXPECT_EQ(rec.got.size(), 256u);
+  EXPECT_EQ(h.rec.got.size(), 256u);
   EXPECT_EQ(net.drops(), 0u);
 }
 
 // Past the switches a frame's path holds, each switch routes the frame itself.
 TEST(SimNetwork, frames_cross_more_switches_than_a_path_holds) {
-  EventQueue ev;
-  SimClock clock;
-  Network net(ev, clock, 1);
-  Recorder rec;
-  rec.clock = &clock;
-  net.set_sink(&rec);
-  const uint32_t a = net.add_host(0x0a000001), b = net.add_host(0x0a000002);
+  TwoHosts h;
+  Network& net = h.net;
+  const uint32_t a = h.a, b = h.b;
   uint32_t prev = a;
   for (size_t i = 0; i < Packet::kPathHops + 3; ++i) {
     const uint32_t sw = net.add_switch({});
@@ -435,20 +430,9 @@ TEST(SimNetwork, frames_cross_more_switches_than_a_path_holds) {
   }
   net.connect(prev, b, 100e9, 1000);
   net.compute_routes();
-  for (uint16_t s = 0; s < 5; ++s) {
-    Packet p;
-    p.ip.src = {10, 0, 0, 1};
-    p.ip.dst = {10, 0, 0, 2};
-    p.ip.src_port = s;
-    p.bytes.assign(100, 0);
-    net.enqueue(net.host_port(a), std::move(p));
-  }
-  while (!ev.empty()) {
-    const Event e = ev.pop();
-    clock.advance_to(e.time);
-    net.handle(e);
-  }
-  EXPECT_EQ(rec.got.size(), 5u);
+  for (uint16_t s = 0; s < 5; ++s) net.enqueue(net.host_port(a), frame_a_to_b(s));
+  h.run();
+  EXPECT_EQ(h.rec.got.size(), 5u);
   EXPECT_EQ(net.drops(), 0u);
   EXPECT_EQ(net.path(a, b).size(), Packet::kPathHops + 4);  // the NIC's port and ten switches
 }
