@@ -21,6 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
 import interop  # noqa: E402  (its output checks and the integrity case spec)
+import proctree  # noqa: E402
 from attack_cases import case_auth_refused, case_auth_rping, case_forged  # noqa: E402
 from cm_faults import case_cm_nft, case_cm_peer_death, case_cm_rping  # noqa: E402
 from kill_cases import case_mpi_kill, case_rstream_kill  # noqa: E402
@@ -167,7 +168,7 @@ class Runner:
                 rcs[tag] = p.wait(timeout=max(1, deadline - time.time()))
             except subprocess.TimeoutExpired:
                 for _, q, _ in procs:
-                    q.kill()
+                    interop.kill_tree(q)
                 p.wait()
                 problems.append(f"{tag}: timed out after {timeout}s")
                 rcs[tag] = None
@@ -358,6 +359,7 @@ def main():
         print("\n".join(all_cases))
         return 0
     signal.signal(signal.SIGTERM, on_sigterm)
+    proctree.become_subreaper()
     bindir = os.path.abspath(a.bin)
     names = list(all_cases)
     failed = skipped = 0
@@ -381,6 +383,9 @@ def main():
                 print(f"SKIPPED {name}: {e}")
                 skipped += 1
                 continue
+        left = proctree.kill_leftovers()
+        if left:
+            problems.append(f"left running after the case (killed): {', '.join(left)}")
         status = "PASS" if not problems else "FAIL"
         print(f"== {name}: {status} ({time.time() - t0:.1f}s)")
         for p in problems:

@@ -8,7 +8,7 @@
 import argparse
 import os
 import re
-import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +17,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cm_cases import cm_cases  # noqa: E402
 from middleware_cases import mpi_cases, ucx_cases  # noqa: E402
+import proctree  # noqa: E402
 
 BW_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", re.M)
 LAT_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
@@ -232,10 +233,7 @@ def launch(vrnic, argv, bindir, log, env, pcap=None, direct=False, stats=False, 
 
 
 def kill_tree(p):
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    proctree.kill_tree(p.pid)
 
 
 def check_captures(bindir, files):
@@ -375,7 +373,25 @@ def retry_unheard_client(procs, spec, start_server, start_client, logs):
         procs[1] = (tag, start_client())
 
 
+def address_held():
+    """Cases run one at a time (RUN_SERIAL) and expect their server at 127.0.0.1, the first
+    free address: if (127.0.0.1, 4791) cannot be bound, a process an earlier run left holds it
+    and would answer this case's client. Returns a problem naming the holder, else None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.bind(("127.0.0.1", 4791))
+            return None
+        except OSError:
+            pass
+    holder = subprocess.run(["ss", "-Huanp", "sport = :4791 and src 127.0.0.1"],
+                            capture_output=True, text=True).stdout.strip()
+    return f"127.0.0.1 port 4791 is held before the case starts: {holder or 'by an unknown process'}"
+
+
 def run_case(name, spec, vrnic, bindir, timeout):
+    held = address_held()
+    if held:
+        return [held]
     env = dict(os.environ)
     env.pop("VRNIC_IP", None)  # every process takes its own loopback address
     env.update(spec.get("env", {}))
@@ -422,6 +438,7 @@ def run_case(name, spec, vrnic, bindir, timeout):
             except subprocess.TimeoutExpired:
                 for _, q in procs:
                     kill_tree(q)
+                p.wait()
                 problems.append(f"{tag}: timed out after {timeout}s")
                 continue
             if rc != 0:
@@ -460,6 +477,9 @@ def run_case(name, spec, vrnic, bindir, timeout):
             problems += check_cm_capture(os.path.join(tmp, "server.pcap"))
         if spec.get("post"):
             problems += spec["post"](tmp)
+    left = proctree.kill_leftovers()
+    if left:
+        problems.append(f"left running after the case (killed): {', '.join(left)}")
     return problems
 
 
@@ -476,6 +496,7 @@ def main():
         return 0
     bindir = os.path.abspath(a.bin)
     vrnic = os.path.join(bindir, "vrnic")
+    proctree.become_subreaper()
     failed = 0
     names = list(all_cases)
     for name in a.case or names:
