@@ -95,7 +95,7 @@ RDMACM_EXPORT size_t riowrite(int fd, const void* buf, size_t count, off_t offse
   if (!p) return static_cast<size_t>(fail(EBADF));
   Socket& s = *p;
   std::unique_lock<std::mutex> g(s.mu);
-  const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  StreamWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   const auto* src = static_cast<const uint8_t*>(buf);
   size_t done = 0;
   while (done < count) {
@@ -104,6 +104,10 @@ RDMACM_EXPORT size_t riowrite(int fd, const void* buf, size_t count, off_t offse
     if (s.wr_shut) return done ? done : size_t(fail(EPIPE));
     const uint64_t at = uint64_t(offset) + done;
     const IomapEntry* win = s.flow->find_iomap(at);
+    if (!win) {
+      poll_cq(s);  // a notice of the peer's mapping that arrived since the last look
+      win = s.flow->find_iomap(at);
+    }
     if (!win) return done ? done : size_t(fail(EINVAL));
     const int maps = announce_maps(s);
     if (maps && maps != EAGAIN) return done ? done : size_t(fail(maps));
@@ -112,8 +116,7 @@ RDMACM_EXPORT size_t riowrite(int fd, const void* buf, size_t count, off_t offse
     const bool room = maps == 0 && s.sq_used + kCtrlWindow < uint32_t(s.sizes.sqsize);
     const Chunk c = room ? s.ring->take(want, kSendLowWater) : Chunk{};
     if (c.length == 0) {
-      if (dontwait) return done ? done : size_t(would_block());
-      s.cv.wait(g);
+      if (!wait.next(s, g)) return done ? done : size_t(would_block());
       continue;
     }
     std::memcpy(s.tx_buf + c.offset, src + done, c.length);

@@ -105,6 +105,7 @@ struct Socket {
   uint8_t* tx_buf = nullptr;  // stream: the send ring, then credit updates; datagram: slots
   ibv_mr* tx_mr = nullptr;
   uint32_t sq_used = 0;       // send WRs not yet completed
+  bool armed = false;         // the CQ will raise an event (armed only before a wait)
 
   // Stream sockets only (rsocket_conn.cc, rsocket_data.cc, rsocket.cc).
   uint8_t* table = nullptr;   // the target SGL and I/O map table the peer writes
@@ -124,7 +125,6 @@ struct Socket {
   int udp_fd = -1;             // the kernel UDP socket (address resolution)
   ibv_qp* ud_qp = nullptr;
   ibv_ah* self_ah = nullptr;   // to this socket's own QP (first datagrams, forwarded)
-  bool armed = false;          // the CQ will raise an event (armed only before a wait)
   uint32_t max_dgram = 0;      // the largest payload one datagram carries
   sockaddr_storage self{};     // this socket's address as its datagrams carry it
   bool has_dest = false;       // rconnect'ed: the default destination and the only source
@@ -183,6 +183,10 @@ int setup_cq(Socket& s, ibv_context* ctx, int entries);
 uint8_t* alloc_pages(size_t len);
 void poll_cq(Socket& s);   // takes every completion, updates the state, sends credit updates
 void pump(Socket& s);      // sends the credit updates due
+// Before a wait (either type): the CQ armed, then polled once more. A CQ is armed only when
+// a thread is about to sleep: a program that keeps calling polls it itself, and its
+// traffic wakes the rsocket thread only when someone waits (rsocket_runtime.cc).
+void arm_cq(Socket& s);
 bool can_send(const Socket& s);
 // Posts an RDMA WRITE (WITH IMMEDIATE if `imm`) of tx_buf piece `c`; `ctrl`: of the control
 // window (no piece of the send ring).
@@ -206,7 +210,6 @@ ssize_t dgram_recv(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
                    int flags, sockaddr* from, socklen_t* fromlen, int* msg_flags);
 short dgram_ready(const Socket& s);
 void dgram_poll_cq(Socket& s);
-void dgram_arm(Socket& s);  // before a wait: the CQ armed, then polled once more
 void dgram_teardown(Socket& s);
 bool peer_key(const sockaddr* sa, socklen_t len, PeerKey& key);
 // Sends a datagram over kernel UDP with the resolution header (before the peer's QP is known).
@@ -223,6 +226,25 @@ size_t total_of(const iovec* iov, int n);
 void gather(const iovec* iov, size_t at, uint8_t* buf, size_t len);
 void scatter(const iovec* iov, size_t at, const uint8_t* buf, size_t len);
 ssize_t would_block();  // EAGAIN, after yielding the CPU
+
+// How a stream call (rsend, rrecv, riowrite …) that cannot go on waits, with s.mu held. The
+// caller's thread first takes the CQ's completions itself, as rdma-core's rsockets do inside
+// their calls (on vrnic a poll of the CQ also moves the device's packets): a nonblocking
+// call polls once before EAGAIN; a blocking one polls for kStreamSpin, then arms the CQ
+// (the arm also ends the device's deferral, docs/live.md "Armed"), polls once more and
+// sleeps until the rsocket thread wakes it.
+class StreamWait {
+ public:
+  static constexpr auto kStreamSpin = std::chrono::microseconds(50);
+  explicit StreamWait(bool dontwait) : dontwait_(dontwait) {}
+  // After the call found nothing to do: true to look again, false to fail with EAGAIN.
+  bool next(Socket& s, std::unique_lock<std::mutex>& g);
+
+ private:
+  bool dontwait_;
+  bool polled_ = false, armed_ = false;
+  Clock::time_point start_{};
+};
 
 // The length of an address of the family (AF_INET6 or, otherwise, AF_INET).
 inline socklen_t addr_len(int family) {

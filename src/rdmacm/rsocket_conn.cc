@@ -135,6 +135,7 @@ int setup_conn(Socket& s) {
   s.flow = std::make_unique<StreamFlow>(l, s.table);
   s.ring = std::make_unique<SendRing>(s.sbuf_size);
   ibv_req_notify_cq(s.cq, 0);
+  s.armed = true;
   return 0;
 }
 

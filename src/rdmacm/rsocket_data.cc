@@ -60,6 +60,30 @@ ssize_t would_block() {
   return fail(EAGAIN);
 }
 
+bool StreamWait::next(Socket& s, std::unique_lock<std::mutex>& g) {
+  if (!polled_) {
+    polled_ = true;
+    start_ = Clock::now();
+    poll_cq(s);
+    return true;
+  }
+  if (dontwait_) return false;
+  if (Clock::now() - start_ < kStreamSpin) {
+    g.unlock();  // the rsocket thread may want the socket meanwhile
+    g.lock();
+    poll_cq(s);
+    return true;
+  }
+  if (!armed_) {
+    armed_ = true;
+    arm_cq(s);
+    return true;
+  }
+  s.cv.wait(g);
+  polled_ = armed_ = false;
+  return true;
+}
+
 }  // namespace vrnic::rdmacm::rs
 
 namespace {
@@ -90,7 +114,7 @@ ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr
     return dgram_send(s, g, iov, iovcnt, flags, to, tolen);
   }
   const size_t total = total_of(iov, iovcnt);
-  const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  StreamWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   std::unique_lock<std::mutex> g(s.mu);
   size_t done = 0;
   for (;;) {
@@ -111,8 +135,7 @@ ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr
       done += size_t(n);
       continue;
     }
-    if (dontwait) return done ? ssize_t(done) : would_block();
-    s.cv.wait(g);
+    if (!wait.next(s, g)) return done ? ssize_t(done) : would_block();
   }
 }
 
@@ -141,7 +164,7 @@ ssize_t recv_iov(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* from
     return dgram_recv(s, g, iov, iovcnt, flags, from, fromlen, msg_flags);
   }
   const size_t total = total_of(iov, iovcnt);
-  const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  StreamWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   const bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
   std::unique_lock<std::mutex> g(s.mu);
   if (s.state != State::kConnected && s.state != State::kError && !pre_connect(s.state)) {
@@ -159,8 +182,7 @@ ssize_t recv_iov(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* from
       return done ? ssize_t(done) : fail(s.conn_error);
     }
     if (s.peer_fin || s.rd_shut) return ssize_t(done);  // end of stream
-    if (dontwait) return done ? ssize_t(done) : would_block();
-    s.cv.wait(g);
+    if (!wait.next(s, g)) return done ? ssize_t(done) : would_block();
   }
 }
 

@@ -261,7 +261,7 @@ ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
       g.unlock();  // the thread that frees the slots needs the lock
       return would_block();
     }
-    dgram_arm(s);
+    arm_cq(s);
     if (!slot_free(s)) s.cv.wait(g);
   }
   const Peer& peer = s.peers[key];
@@ -285,7 +285,7 @@ ssize_t dgram_recv(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
       g.unlock();
       return would_block();
     }
-    dgram_arm(s);
+    arm_cq(s);
     if (s.rx.empty()) s.cv.wait(g);
   }
   const DgRx rx = s.rx.front();
@@ -337,17 +337,6 @@ void dgram_poll_cq(Socket& s) {
       s.free_tx.push_back(static_cast<uint32_t>(wc.wr_id));  // a failed send is a lost datagram
     }
   }
-}
-
-// The CQ raises an event only when a thread is about to wait (the rsocket thread then polls
-// it and wakes the waiters, who arm it again if they wait on): a program that keeps calling
-// polls the CQ itself, and no event wakes the rsocket thread per datagram.
-void dgram_arm(Socket& s) {
-  if (!s.armed && s.cq && !s.closed) {
-    ibv_req_notify_cq(s.cq, 0);
-    s.armed = true;
-  }
-  dgram_poll_cq(s);  // what came before the CQ was armed raised no event
 }
 
 void dgram_teardown(Socket& s) {

@@ -32,7 +32,7 @@ short ready_events(Socket& s, bool arm) {
   std::lock_guard<std::mutex> g(s.mu);
   if (s.type == SOCK_DGRAM) {
     if (arm) {
-      dgram_arm(s);
+      arm_cq(s);
     } else {
       dgram_poll_cq(s);  // datagrams that arrived since the thread last looked
     }
@@ -46,6 +46,13 @@ short ready_events(Socket& s, bool arm) {
     case State::kError: return POLLIN | POLLOUT | POLLERR | POLLHUP;
     case State::kConnected: break;
     default: return POLLOUT | POLLHUP;
+  }
+  // The completions that came since the thread last looked, taken here (as rdma-core's
+  // rpoll does).
+  if (arm) {
+    arm_cq(s);
+  } else {
+    poll_cq(s);
   }
   short ev = 0;
   if ((s.flow && s.flow->has_data()) || s.peer_fin || s.rd_shut) ev |= POLLIN;
@@ -80,17 +87,17 @@ int remaining_ms(std::chrono::steady_clock::time_point deadline, int timeout) {
 
 // Each round: clear the rsockets' eventfds, read their state, then poll everything (without
 // waiting if an rsocket is ready). A change after the state was read writes its eventfd, so
-// the poll wakes for it. With a datagram rsocket in the set the first kBusyPoll are spent
-// polling (as Linux's SO_BUSY_POLL): reading a datagram socket's state polls its CQ, which
-// receives the device's packets in this thread, so a reply is seen without waking the
-// device's and the rsocket thread in turn.
+// the poll wakes for it. With an rsocket in the set the first kBusyPoll are spent polling
+// (as Linux's SO_BUSY_POLL): reading a socket's state polls its CQ, which receives the
+// device's packets in this thread, so a reply is seen without waking the device's and the
+// rsocket thread in turn.
 RDMACM_EXPORT int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
   if (!fds && nfds) return fail(EFAULT);
   std::vector<Ptr> socks(nfds);
-  bool dgram = false;
+  bool any = false;
   for (nfds_t i = 0; i < nfds; ++i) {
     socks[i] = Runtime::get().find(fds[i].fd);
-    dgram = dgram || (socks[i] && socks[i]->type == SOCK_DGRAM);
+    any = any || socks[i];
   }
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(timeout);
@@ -110,8 +117,8 @@ RDMACM_EXPORT int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
   for (;;) {
     int ready = scan(false);
     int wait = ready ? 0 : remaining_ms(deadline, timeout);
-    const bool busy = wait != 0 && dgram && std::chrono::steady_clock::now() < start + kBusyPoll;
-    if (wait != 0 && !busy && dgram && (ready = scan(true))) wait = 0;
+    const bool busy = wait != 0 && any && std::chrono::steady_clock::now() < start + kBusyPoll;
+    if (wait != 0 && !busy && any && (ready = scan(true))) wait = 0;
     const int n = poll(os.data(), nfds, busy ? 0 : wait);
     if (n < 0) return -1;
     for (nfds_t i = 0; i < nfds; ++i) {

@@ -175,14 +175,29 @@ void Runtime::on_cq_channel(const Ptr& s) {
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;
   while (ibv_get_cq_event(s->comp, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
+  s->armed = false;  // a waiter woken arms it again (arm_cq)
   if (s->type == SOCK_DGRAM) {
-    s->armed = false;  // a waiter woken arms it again (dgram_arm)
     dgram_poll_cq(*s);
   } else {
-    ibv_req_notify_cq(s->cq, 0);
     poll_cq(*s);
   }
   s->wake();
+}
+
+// The CQ raises an event only when a thread is about to wait (the rsocket thread then polls
+// it and wakes the waiters, who arm it again if they wait on): a program that keeps calling
+// polls the CQ itself, and no event wakes the rsocket thread per message.
+void arm_cq(Socket& s) {
+  if (!s.armed && s.cq && !s.closed) {
+    ibv_req_notify_cq(s.cq, 0);
+    s.armed = true;
+  }
+  // What came before the CQ was armed raised no event.
+  if (s.type == SOCK_DGRAM) {
+    dgram_poll_cq(s);
+  } else {
+    poll_cq(s);
+  }
 }
 
 void Runtime::on_cm_event(rdma_cm_event* ev) {

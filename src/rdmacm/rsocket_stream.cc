@@ -70,6 +70,8 @@ Ptr accepted_socket(Pending req, const Sizes& sizes, bool nonblock) {
 // ends); `until`: how long at most.
 void close_ctrl(Socket& s, std::unique_lock<std::mutex>& g, Clock::time_point until) {
   while (send_close_ctrl(s) == EAGAIN && s.state == State::kConnected) {
+    arm_cq(s);  // the control window frees as sends complete
+    if (send_close_ctrl(s) != EAGAIN) return;
     if (s.cv.wait_until(g, until) == std::cv_status::timeout) return;
   }
 }
@@ -214,7 +216,7 @@ RDMACM_EXPORT int rclose(int fd) {
     // Datagrams posted leave before the QP goes (a send completes once it is on the wire).
     const auto drain_end = Clock::now() + kDgramDrain;
     while (s->type == SOCK_DGRAM && s->sq_used && Clock::now() < drain_end) {
-      dgram_arm(*s);
+      arm_cq(*s);
       if (s->sq_used) s->cv.wait_until(g, drain_end);
     }
     const auto live = [&] { return s->state == State::kConnected && !s->peer_gone; };
@@ -223,7 +225,11 @@ RDMACM_EXPORT int rclose(int fd) {
       s->rd_shut = s->wr_shut = true;
       close_ctrl(*s, g, until);
     }
-    s->cv.wait_until(g, until, [&] { return s->sq_used == 0 || !live(); });
+    const auto drained = [&] { return s->sq_used == 0 || !live(); };
+    while (!drained() && Clock::now() < until) {
+      arm_cq(*s);  // the sends' completions
+      if (!drained()) s->cv.wait_until(g, until);
+    }
     if (s->state == State::kConnected || s->state == State::kAccepting) rdma_disconnect(s->id);
     s->closed = true;
     s->cv.notify_all();

@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 
@@ -203,6 +205,56 @@ TEST_F(RsocketStreamWire, rrecv__peer_data_in_order_then_window_handed_back) {
   EXPECT_EQ(get_le(e, 8), req_.buf_addr);
   EXPECT_EQ(get_le(e + 8, 4), req_.buf_key);
   EXPECT_EQ(get_le(e + 12, 4), kHalf);
+}
+
+// rdma-core's rsockets take their completions inside the calls; so do vrnic's: a program
+// that keeps calling gets its data from its own polls, and the CQ raises no event (no wake-up
+// of the rsocket thread) per message. Only a thread about to sleep arms it.
+TEST_F(RsocketStreamWire, rrecv__nonblocking_calls_poll_the_cq__no_event_per_message) {
+  ASSERT_NO_FATAL_FAILURE(connect_to_peer(64));
+  // The rsocket thread's wake-ups (it sleeps in poll between events).
+  const auto wakeups = [] {
+    for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(t.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "vrnic-rsocket") continue;
+      std::ifstream st(t.path() / "status");
+      for (std::string line; std::getline(st, line);) {
+        if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(24));
+      }
+    }
+    return -1L;
+  };
+  char c = 0;
+  const auto next = [&] {  // spins on rrecv(MSG_DONTWAIT) as rstream does; false: 2 s passed
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    ssize_t n;
+    while ((n = rrecv(fd_, &c, 1, MSG_DONTWAIT)) < 0 && errno == EAGAIN &&
+           std::chrono::steady_clock::now() < until) {
+    }
+    return n == 1;
+  };
+  // The CQ armed when the connection was set up raises one event at most.
+  ASSERT_TRUE(peer_sends(0, {uint8_t('a')}));
+  ASSERT_TRUE(next());
+  usleep(50000);
+  const long woken = wakeups();
+  ASSERT_GE(woken, 0);
+  for (uint32_t i = 1; i < 40; ++i) {
+    ASSERT_TRUE(peer_sends(i, {uint8_t('a' + i % 26)}));
+    ASSERT_TRUE(next()) << "message " << i;
+    EXPECT_EQ(c, char('a' + i % 26));
+  }
+  usleep(50000);
+  EXPECT_LE(wakeups() - woken, 3);  // not one per message
+  // A blocking call that has to wait arms the CQ: the peer's next message wakes it.
+  auto got = std::async(std::launch::async, [&] { return rrecv(fd_, &c, 1, 0); });
+  usleep(20000);
+  ASSERT_TRUE(peer_sends(40, {uint8_t('z')}));
+  ASSERT_EQ(got.get(), 1);
+  EXPECT_EQ(c, 'z');
+  EXPECT_GE(wakeups() - woken, 1);
 }
 
 TEST_F(RsocketStreamWire, rrecv__half_the_credits_read__bare_update) {
