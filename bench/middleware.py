@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Middleware on vrnic next to the same middleware over kernel TCP, same machine, same run:
 UCX (ucx_perftest: UCT am_lat, put_bw and get (zero-copy, its bandwidth), UCP tag_lat and tag_bw) over vrnic's rc_verbs
-against UCX over TCP, and an Open MPI ping-pong (tests/mpi/mpi_check --pingpong) with the UCX
+against UCX over TCP, rsockets (rdma-core's rstream: 64 B latency, 64 KiB bandwidth) over
+vrnic's librdmacm against rstream over kernel TCP, and an Open MPI ping-pong (tests/mpi/mpi_check --pingpong) with the UCX
 PML on vrnic against Open MPI over TCP (ob1 + tcp BTL), and MPI_Allreduce / MPI_Alltoall
 timings (tests/mpi/mpi_check --collectives, 2 and 4 ranks; 4 oversubscribe a 2-core machine).
 Prints a table with ratios and writes bench/out/middleware.json.
@@ -84,6 +85,39 @@ def ucx_rows(bindir, runs, veth=None):
             no_peer = test == "get" or (veth and test in ("am_lat", "put_bw"))
             t.append(None if no_peer else ucx(bindir, test, size, iters, "tcp", veth)[idx])
         rows.append((f"UCX {name} {size} B{where}", metric, v, t))
+    return rows
+
+
+RSTREAM = re.compile(r"^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s\s+([\d.]+)\s+([\d.]+)", re.M)
+# (name, size, transfers per iteration, iterations, metric): rstream's latency (one transfer
+# each way per iteration) and bandwidth (transfers one way, then one back).
+RSTREAM_TESTS = [("lat", 64, 1, 20000, "lat_us"), ("bw", 65536, 2000, 1, "bw_MBps")]
+
+
+def rstream(bindir, size, xfers, iters, over):
+    """One rstream pair (rdma-core's rsocket benchmark, its default nonblocking calls) on
+    loopback: over vrnic's rsockets (both under `vrnic run`) or kernel TCP (`-T s`). Returns
+    (us per transfer, MB/s)."""
+    opts = ["-S", str(size), "-C", str(xfers), "-I", str(iters)]
+    if over == "vrnic":
+        run = [os.path.join(bindir, "vrnic"), "run", "--", "rstream"]
+    else:
+        run, opts = ["rstream"], [*opts, "-T", "s"]
+    out, _ = pair([*run, "-b", "127.0.0.1", *opts], [*run, "-s", "127.0.0.1", *opts])
+    m = RSTREAM.search(out or "")
+    return (float(m.group(2)), float(m.group(1)) * 1000 / 8) if m else (None, None)
+
+
+def rsocket_rows(bindir, runs):
+    """rsockets (rstream) over vrnic against rstream over kernel TCP, alternating pairs."""
+    rows = []
+    for name, size, xfers, iters, metric in RSTREAM_TESTS:
+        idx = 0 if metric == "lat_us" else 1
+        v, t = [], []
+        for _ in range(runs):
+            v.append(rstream(bindir, size, xfers, iters, "vrnic")[idx])
+            t.append(rstream(bindir, size, xfers, iters, "tcp")[idx])
+        rows.append((f"rsockets rstream {name} {size} B", metric, v, t))
     return rows
 
 
@@ -174,6 +208,7 @@ def main():
     rows, owns = [], {}  # owns: where ("" or ", veth MTU n") -> own_figures
     if not (a.veth and a.veth_only):
         rows += ucx_rows(bindir, a.runs)
+        rows += rsocket_rows(bindir, a.runs)
         rows += [] if a.no_mpi else mpi_rows(bindir, a.runs)
         owns[""] = own_figures(a.runs, lambda t, s, n: vrnic_perftest(bindir, t, s, n))
     if a.veth:

@@ -95,7 +95,7 @@ RDMACM_EXPORT size_t riowrite(int fd, const void* buf, size_t count, off_t offse
   if (!p) return static_cast<size_t>(fail(EBADF));
   Socket& s = *p;
   std::unique_lock<std::mutex> g(s.mu);
-  StreamWait wait(s.nonblock || (flags & MSG_DONTWAIT));
+  CallWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   const auto* src = static_cast<const uint8_t*>(buf);
   size_t done = 0;
   while (done < count) {

@@ -187,6 +187,7 @@ void pump(Socket& s);      // sends the credit updates due
 // a thread is about to sleep: a program that keeps calling polls it itself, and its
 // traffic wakes the rsocket thread only when someone waits (rsocket_runtime.cc).
 void arm_cq(Socket& s);
+void take_completions(Socket& s);  // the CQ polled now (poll_cq or dgram_poll_cq)
 bool can_send(const Socket& s);
 // Posts an RDMA WRITE (WITH IMMEDIATE if `imm`) of tx_buf piece `c`; `ctrl`: of the control
 // window (no piece of the send ring).
@@ -227,16 +228,16 @@ void gather(const iovec* iov, size_t at, uint8_t* buf, size_t len);
 void scatter(const iovec* iov, size_t at, const uint8_t* buf, size_t len);
 ssize_t would_block();  // EAGAIN, after yielding the CPU
 
-// How a stream call (rsend, rrecv, riowrite …) that cannot go on waits, with s.mu held. The
-// caller's thread first takes the CQ's completions itself, as rdma-core's rsockets do inside
-// their calls (on vrnic a poll of the CQ also moves the device's packets): a nonblocking
-// call polls once before EAGAIN; a blocking one polls for kStreamSpin, then arms the CQ
-// (the arm also ends the device's deferral, docs/live.md "Armed"), polls once more and
-// sleeps until the rsocket thread wakes it.
-class StreamWait {
+// How an rsocket call (rsend, rrecv, riowrite, the datagram calls …) that cannot go on
+// waits, with s.mu held. The caller's thread first takes the CQ's completions itself, as
+// rdma-core's rsockets do inside their calls (on vrnic a poll of the CQ also moves the
+// device's packets): a nonblocking call polls once before EAGAIN; a blocking one polls for
+// kSpin, then arms the CQ (the arm also ends the device's deferral, docs/live.md "Armed"),
+// polls once more and sleeps until the rsocket thread wakes it.
+class CallWait {
  public:
-  static constexpr auto kStreamSpin = std::chrono::microseconds(50);
-  explicit StreamWait(bool dontwait) : dontwait_(dontwait) {}
+  static constexpr auto kSpin = std::chrono::microseconds(200);
+  explicit CallWait(bool dontwait) : dontwait_(dontwait) {}
   // After the call found nothing to do: true to look again, false to fail with EAGAIN.
   bool next(Socket& s, std::unique_lock<std::mutex>& g);
 

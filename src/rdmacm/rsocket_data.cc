@@ -60,18 +60,18 @@ ssize_t would_block() {
   return fail(EAGAIN);
 }
 
-bool StreamWait::next(Socket& s, std::unique_lock<std::mutex>& g) {
+bool CallWait::next(Socket& s, std::unique_lock<std::mutex>& g) {
   if (!polled_) {
     polled_ = true;
     start_ = Clock::now();
-    poll_cq(s);
+    take_completions(s);
     return true;
   }
   if (dontwait_) return false;
-  if (Clock::now() - start_ < kStreamSpin) {
+  if (Clock::now() - start_ < kSpin) {
     g.unlock();  // the rsocket thread may want the socket meanwhile
     g.lock();
-    poll_cq(s);
+    take_completions(s);
     return true;
   }
   if (!armed_) {
@@ -114,7 +114,7 @@ ssize_t send_iov(int fd, const iovec* iov, int iovcnt, int flags, const sockaddr
     return dgram_send(s, g, iov, iovcnt, flags, to, tolen);
   }
   const size_t total = total_of(iov, iovcnt);
-  StreamWait wait(s.nonblock || (flags & MSG_DONTWAIT));
+  CallWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   std::unique_lock<std::mutex> g(s.mu);
   size_t done = 0;
   for (;;) {
@@ -164,7 +164,7 @@ ssize_t recv_iov(int fd, const iovec* iov, int iovcnt, int flags, sockaddr* from
     return dgram_recv(s, g, iov, iovcnt, flags, from, fromlen, msg_flags);
   }
   const size_t total = total_of(iov, iovcnt);
-  StreamWait wait(s.nonblock || (flags & MSG_DONTWAIT));
+  CallWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   const bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK);
   std::unique_lock<std::mutex> g(s.mu);
   if (s.state != State::kConnected && s.state != State::kError && !pre_connect(s.state)) {

@@ -252,17 +252,14 @@ ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
   auto [it, fresh] = s.peers.try_emplace(key);
   if (fresh) std::memcpy(&it->second.addr, to, addr_len(to->sa_family));
   if (!it->second.ah) return udp_send(s, it->second, Op::kData, iov, iovcnt, flags);
-  const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  CallWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   for (;;) {
     if (s.closed) return fail(EBADF);
-    if (!slot_free(s)) dgram_poll_cq(s);  // sends completed since the thread last looked
     if (slot_free(s)) break;
-    if (dontwait) {
+    if (!wait.next(s, g)) {  // polled: sends completed since the thread last looked
       g.unlock();  // the thread that frees the slots needs the lock
       return would_block();
     }
-    arm_cq(s);
-    if (!slot_free(s)) s.cv.wait(g);
   }
   const Peer& peer = s.peers[key];
   const auto slot = uint32_t(dgram_slot(s));
@@ -277,16 +274,14 @@ ssize_t dgram_send(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov,
 ssize_t dgram_recv(Socket& s, std::unique_lock<std::mutex>& g, const iovec* iov, int iovcnt,
                    int flags, sockaddr* from, socklen_t* fromlen, int* msg_flags) {
   const size_t room = total_of(iov, iovcnt);
-  const bool dontwait = s.nonblock || (flags & MSG_DONTWAIT);
+  CallWait wait(s.nonblock || (flags & MSG_DONTWAIT));
   if (s.rx.empty()) dgram_poll_cq(s);  // what arrived since the thread last looked
   while (s.rx.empty()) {
     if (s.rd_shut || s.closed) return 0;
-    if (dontwait) {
+    if (!wait.next(s, g)) {
       g.unlock();
       return would_block();
     }
-    arm_cq(s);
-    if (s.rx.empty()) s.cv.wait(g);
   }
   const DgRx rx = s.rx.front();
   const uint8_t* at = rx_slot(s, rx.slot) + kGrhSize;

@@ -176,11 +176,7 @@ void Runtime::on_cq_channel(const Ptr& s) {
   void* ctx = nullptr;
   while (ibv_get_cq_event(s->comp, &cq, &ctx) == 0) ibv_ack_cq_events(cq, 1);
   s->armed = false;  // a waiter woken arms it again (arm_cq)
-  if (s->type == SOCK_DGRAM) {
-    dgram_poll_cq(*s);
-  } else {
-    poll_cq(*s);
-  }
+  take_completions(*s);
   s->wake();
 }
 
@@ -192,7 +188,10 @@ void arm_cq(Socket& s) {
     ibv_req_notify_cq(s.cq, 0);
     s.armed = true;
   }
-  // What came before the CQ was armed raised no event.
+  take_completions(s);  // what came before the CQ was armed raised no event
+}
+
+void take_completions(Socket& s) {
   if (s.type == SOCK_DGRAM) {
     dgram_poll_cq(s);
   } else {
