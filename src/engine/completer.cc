@@ -148,7 +148,7 @@ void on_read_response(Core& c, Qp& qp, const wire::Packet& p) {
   if (!qp.sending() || qp.sq.empty()) return;
   SendWqe& w = qp.sq.front();
   if (w.started && w.opcode == WrOpcode::kAtomicWrite) return on_atomic_write_response(c, qp, p);
-  if (!w.started || w.opcode != WrOpcode::kRdmaRead) return;
+  if (!w.started || w.opcode != WrOpcode::kRdmaRead || w.direct) return;  // a copy: no responses
   int32_t k = psn_diff(psn, w.first_psn);
   if (k < 0 || static_cast<uint32_t>(k) != w.read_placed) {
     ++c.ctr.rx_duplicate;  // an older response (already placed) or a stray one
@@ -159,8 +159,8 @@ void on_read_response(Core& c, Qp& qp, const wire::Packet& p) {
   uint64_t expect = w.length > off ? w.length - off : 0;
   if (expect > mtu) expect = mtu;
   bool last = static_cast<uint32_t>(k) + 1 == w.npkts;
-  // The response closing a piece (or a retransmitted tail) of the READ is a LAST too.
-  bool piece_end = last || static_cast<uint32_t>(k) + 1 == w.read_req_end;
+  // The response closing a piece of the READ (requester.h read_piece) is a LAST too.
+  bool piece_end = last || (static_cast<uint32_t>(k) + 1) % w.read_piece == 0;
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   if (p.payload.size() != expect || info.last() != piece_end) {
     ++c.ctr.rx_malformed;  // a response of the wrong length is not placed (C9-92 at the requester)

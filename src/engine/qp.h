@@ -51,7 +51,7 @@ struct SendWqe {
   uint32_t first_psn = 0;
   uint32_t npkts = 1;       // PSNs this message occupies (READ: response packets)
   uint32_t read_placed = 0; // READ: response packets placed so far
-  uint32_t read_req_end = 0;  // READ: end (packet index) of the last request sent
+  uint32_t read_piece = 0;  // READ: response packets per request (requester.h read_piece)
   WcStatus local_status = WcStatus::kSuccess;  // a local error found when the WQE started
 
   // UD: the destination copied from the AH at post time, the QPN and the Q_Key to send.

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "engine/qp.h"
 #include "engine/test_fabric.h"
@@ -110,20 +113,25 @@ TEST_F(Rel, implicit_nak__lost_read_response_is_requested_again_from_the_middle)
   EXPECT_EQ(b.ctr().rx_read_request, 2u);
 }
 
-// A READ of 100 packets goes out as two pieces (64 + 36); a response lost inside each
-// piece is asked for again with a request that stays inside that piece.
-TEST_F(Rel, implicit_nak__lost_responses_in_both_pieces_of_a_long_read) {
+// A READ of two and a half pieces (pieces of half the window, requester.h read_piece); a
+// response lost inside the first and inside the last piece is asked for again with a
+// request that stays inside its piece, a subset of the responder's entry for it.
+TEST_F(Rel, implicit_nak__lost_responses_in_two_pieces_of_a_long_read) {
   connect();
-  const uint32_t packets = kWindow1k + 36;  // two pieces: kWindow1k and 36 packets
+  const uint32_t piece = kWindow1k / 2;
+  const uint32_t packets = 2 * piece + 36;
   Buffer& local = a.reg(packets * 1024);
   Buffer& remote = b.reg(packets * 1024);
   fill_random(remote.data(), remote.bytes.size(), 13);
   std::set<uint32_t> dropped;
+  std::vector<std::pair<uint32_t, uint32_t>> requests;  // (first response, packets)
   f.wire().set_drop_filter([&](const WirePacket& p) {
     wire::Packet h = parse(p);
     uint32_t psn = h.bth.psn;
+    if (h.bth.opcode == wire::kRcReadRequest)
+      requests.emplace_back(psn - 100, (h.reth.dma_len + 1023) / 1024);
     if (wire::opcode_info(h.bth.opcode).kind == wire::OpKind::kReadResponse &&
-        (psn == 100 + 31 || psn == 100 + kWindow1k + 16) && !dropped.count(psn)) {
+        (psn == 100 + 31 || psn == 100 + 2 * piece + 16) && !dropped.count(psn)) {
       dropped.insert(psn);
       return true;
     }
@@ -137,8 +145,17 @@ TEST_F(Rel, implicit_nak__lost_responses_in_both_pieces_of_a_long_read) {
   auto wcs = a.poll();
   ASSERT_EQ(wcs.size(), 1u);
   EXPECT_EQ(wcs[0].status, WcStatus::kSuccess);
-  EXPECT_EQ(b.ctr().duplicate_reads_replayed, 2u);
   EXPECT_EQ(a.ctr().ack_timeouts, 0u);
+  EXPECT_EQ(a.ctr().implicit_naks, 2u);
+  // Each piece asked for once, the two resends from the lost responses to their pieces' ends;
+  // the middle piece, in flight behind the first loss, is asked for again (Go-Back-N).
+  std::vector<std::pair<uint32_t, uint32_t>> want = {
+      {0, piece}, {piece, piece}, {31, piece - 31}, {piece, piece}, {2 * piece, 36},
+      {2 * piece + 16, 20}};
+  EXPECT_EQ(requests, want);
+  for (auto [first, n] : requests)  // none crosses a piece boundary
+    EXPECT_EQ(first / piece, (first + n - 1) / piece) << first << "+" << n;
+  EXPECT_EQ(b.ctr().duplicate_reads_replayed, 3u);
 }
 
 // A lost atomic ACK: the retransmitted atomic is answered from the ACK queue, the word is
@@ -324,16 +341,19 @@ TEST(Atomics, fetch_add__two_requesters_exact_total_under_faults) {
     for (auto& wc : n->poll()) EXPECT_EQ(wc.status, WcStatus::kSuccess);
 }
 
-// Long READs (several pieces each) with one responder resource, under faults.
-class LongReads : public ::testing::TestWithParam<uint64_t> {};
+// Long READs (several pieces each) under faults, with few and with many responder resources.
+class LongReads : public ::testing::TestWithParam<std::tuple<uint64_t, int>> {};
 
-TEST_P(LongReads, go_back_n__pieces_with_one_responder_resource) {
-  Fabric f(GetParam());
+// max_rd_atomic 1: one whole-window piece at a time; 2 and 16: pieces of half the window, two
+// in flight (requester.h read_piece).
+TEST_P(LongReads, go_back_n__pieces_with_one_two_or_sixteen_responder_resources) {
+  Fabric f(std::get<0>(GetParam()));
   Node& a = f.add_node(1);
   Node& b = f.add_node(2);
   Qp* qa = a.create_qp(64);
   Qp* qb = b.create_qp(64);
-  Fabric::connect(a, qa, b, qb, {.mtu = 5, .timeout = 10, .max_rd_atomic = 1});
+  Fabric::connect(a, qa, b, qb, {.mtu = 5, .timeout = 10,
+                                 .max_rd_atomic = static_cast<uint8_t>(std::get<1>(GetParam()))});
   f.wire().set_faults({.loss = 0.03, .dup = 0.03, .reorder = 0.05, .delay = 0.03,
                        .delay_ns = 5'000'000});
   const size_t kLen = 1 << 20;  // 256 responses: 4 pieces
@@ -352,7 +372,9 @@ TEST_P(LongReads, go_back_n__pieces_with_one_responder_resource) {
   EXPECT_EQ(local.bytes, remote.bytes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, LongReads, ::testing::Range<uint64_t>(1, 21));
+INSTANTIATE_TEST_SUITE_P(Seeds, LongReads,
+                         ::testing::Combine(::testing::Range<uint64_t>(1, 21),
+                                            ::testing::Values(1, 2, 16)));
 
 TEST_F(Rel, retry__peer_gone_gives_retry_exc_err_then_flush) {
   connect({.timeout = 12, .retry_cnt = 3});

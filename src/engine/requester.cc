@@ -53,15 +53,31 @@ uint8_t data_opcode(const SendWqe& w, uint32_t k, uint32_t n) {
   }
 }
 
+// Responder resources a started READ holds: one per piece asked for (up to packet
+// `requested`) and not yet answered in full. A direct one holds one until its copy is done.
+size_t read_pieces_held(const SendWqe& w, uint32_t requested) {
+  if (w.direct || w.read_piece == 0) return 1;
+  if (requested <= w.read_placed) return 0;
+  return (requested + w.read_piece - 1) / w.read_piece - w.read_placed / w.read_piece;
+}
+
+// The responder resources the QP's requests hold: each atomic one, each READ one per piece
+// in flight; a READ whose pieces are still being asked for sits at the cursor.
 size_t outstanding_rd_atomic(const Qp& qp) {
+  const RequesterState& r = qp.req;
   size_t n = 0;
-  for (size_t i = 0; i < qp.req.cursor && i < qp.sq.size(); ++i)
-    if (qp.sq[i].is_read_or_atomic()) ++n;
-  // A READ whose pieces are still being requested sits at the cursor and counts too.
-  if (qp.req.cursor < qp.sq.size() && qp.sq[qp.req.cursor].started &&
-      qp.sq[qp.req.cursor].is_read_or_atomic())
-    ++n;
+  for (size_t i = 0; i <= r.cursor && i < qp.sq.size(); ++i) {
+    const SendWqe& w = qp.sq[i];
+    if (!w.started || !w.is_read_or_atomic()) continue;
+    const uint32_t requested = i < r.cursor ? w.npkts : r.cursor_pkt;
+    if (w.opcode == WrOpcode::kRdmaRead) n += read_pieces_held(w, requested);
+    else if (i < r.cursor || requested > 0) ++n;
+  }
   return n;
+}
+
+uint32_t rd_atomic_limit(const Qp& qp) {
+  return qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
 }
 
 wire::Packet base_packet(const Qp& qp, const SendWqe& w, uint32_t psn) {
@@ -138,7 +154,6 @@ void send_read_request(Core& c, Qp& qp, SendWqe& w, uint32_t k, uint32_t n) {
   p.bth.opcode = wire::kRcReadRequest;
   p.bth.ack_req = true;
   p.reth = {w.remote_addr + off, w.rkey, static_cast<uint32_t>(len)};
-  w.read_req_end = k + n;
   c.start_packet(qp, p, 0);
   cc_on_sent(c, qp, c.commit_packet());
   count_sent(c, qp, psn, n, true);
@@ -197,8 +212,7 @@ bool requester_waits_for_rd_atomic(const Qp& qp, const SendWqe& w) {
   if (!fenced && !w.is_read_or_atomic()) return false;
   const size_t outstanding = outstanding_rd_atomic(qp);
   if (fenced && outstanding > 0) return true;  // 10.8.3.3
-  const uint32_t limit = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
-  return w.is_read_or_atomic() && outstanding >= limit;
+  return w.is_read_or_atomic() && outstanding >= rd_atomic_limit(qp);
 }
 
 namespace {
@@ -375,6 +389,7 @@ bool start_wqe(Core& c, Qp& qp, SendWqe& w) {
   w.started = true;
   w.first_psn = r.next_new_psn;
   w.npkts = w.is_atomic() ? 1 : packets_for(w.length, qp.mtu());
+  if (w.opcode == WrOpcode::kRdmaRead) w.read_piece = read_piece(c, qp);
   r.next_new_psn = psn_add(r.next_new_psn, w.npkts);
   r.cursor_pkt = 0;
   r.next_psn = w.first_psn;
@@ -386,15 +401,15 @@ bool start_wqe(Core& c, Qp& qp, SendWqe& w) {
 bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
   RequesterState& r = qp.req;
   if (w.opcode == WrOpcode::kRdmaRead) {
-    // One piece outstanding per READ: wait until the previous piece is answered.
-    if (r.cursor_pkt != w.read_placed) return false;
-    // A resend inside a piece asks for the rest of that piece only: the responder's ACK
-    // queue entry covers the piece, and a duplicate must be a subset of it.
-    uint32_t n = w.npkts - r.cursor_pkt;
-    const uint32_t window = send_window(c, qp);
-    if (n > window) n = window;
-    if (w.read_req_end > r.cursor_pkt) n = w.read_req_end - r.cursor_pkt;
-    if (in_flight != 0 && in_flight + n > window) return false;
+    // The next piece while earlier ones are in flight takes one more responder resource.
+    if (r.cursor_pkt != w.read_placed && outstanding_rd_atomic(qp) >= rd_atomic_limit(qp))
+      return false;
+    // Up to the end of the piece: a resend inside a piece asks for the rest of that piece
+    // only, as the responder's ACK queue entry covers the piece and a duplicate must be a
+    // subset of it.
+    const uint32_t n = std::min(w.npkts, (r.cursor_pkt / w.read_piece + 1) * w.read_piece) -
+                       r.cursor_pkt;
+    if (in_flight != 0 && in_flight + n > send_window(c, qp)) return false;
     if (!budget_allows(c, qp, in_flight, n)) return false;
     send_read_request(c, qp, w, r.cursor_pkt, n);
     r.cursor_pkt += n;
@@ -434,6 +449,11 @@ void notify_drained(Core& c, Qp& qp) {
 uint32_t send_window(const Core& c, const Qp& qp) {
   const uint32_t w = c.config.send_window_bytes / qp.mtu();
   return std::clamp(w, kMinSendWindow, kMaxSendWindow);
+}
+
+uint32_t read_piece(const Core& c, const Qp& qp) {
+  const uint32_t window = send_window(c, qp);
+  return rd_atomic_limit(qp) > 1 ? window / 2 : window;
 }
 
 // Go-Back-N: from the cursor, each WQE is started (PSNs assigned) and its packets sent while

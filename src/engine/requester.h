@@ -26,10 +26,14 @@ inline constexpr uint32_t kDeviceWindow = 1024;
 // poll_cq performs it anyway (the peer may be waiting for its data).
 inline constexpr uint64_t kDirectHoldMaxNs = 20000;
 
-// The QP's window in packets. A READ longer than this many response packets is also
-// requested in pieces of this size, one piece outstanding at a time, so one READ never
-// floods the requester's receive buffer.
+// The QP's window in packets: its PSNs in flight, READ responses asked for included, so
+// that no READ floods the requester's receive buffer.
 uint32_t send_window(const Core& c, const Qp& qp);
+// A READ is requested in pieces of this many response packets (fixed when it starts): half
+// the window, so that the next piece is asked for while the responder still sends the last
+// one; the whole window on a QP allowed one outstanding READ (each piece takes a responder
+// resource, max_rd_atomic of them at most).
+uint32_t read_piece(const Core& c, const Qp& qp);
 
 // Checks one WR against the QP (IBA 11.4.1.1) and queues it. Returns 0 or an errno.
 // type1_bind: the WR comes from the Bind MW verb (Device::bind_mw), not from post_send.

@@ -115,12 +115,35 @@ TEST_F(Requester, requester_progress__window_holds_at_send_window_packets) {
   EXPECT_EQ(std::memcmp(dst->data(), src->data(), n * 1024), 0);
 }
 
-TEST_F(Requester, requester_progress__long_read_requested_in_pieces) {
+// Pieces of half the window: the second is asked for with the first, each next one as soon
+// as a piece is answered, so the responder always has the next piece to send.
+TEST_F(Requester, requester_progress__long_read_requested_in_pieces_of_half_the_window) {
   connect();
+  const uint32_t piece = kWindow1k / 2;
+  const uint32_t len = (6 * piece + 8) * 1024;  // six whole pieces and 8 packets
+  ASSERT_EQ(post(WrOpcode::kRdmaRead, 1, len), 0);
+  ASSERT_EQ(from_a.size(), 2u);  // the window holds two pieces
+  for (uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(from_a[i].h.bth.opcode, wire::kRcReadRequest);
+    EXPECT_EQ(from_a[i].h.bth.psn, 100u + i * piece);
+    EXPECT_EQ(from_a[i].h.reth.dma_len, piece * 1024);
+  }
+  ASSERT_TRUE(f.run());
+  ASSERT_EQ(from_a.size(), 7u);
+  for (uint32_t i = 0; i < 7; ++i) EXPECT_EQ(from_a[i].h.bth.psn, 100u + i * piece);
+  EXPECT_EQ(from_a[6].h.reth.dma_len, 8u * 1024);
+  EXPECT_EQ(a.ctr().retransmitted_packets, 0u);
+  EXPECT_EQ(std::memcmp(src->data(), dst->data(), len), 0);
+}
+
+// One responder resource (max_rd_atomic 1): whole-window pieces, one at a time.
+TEST_F(Requester, requester_progress__one_rd_atomic__whole_window_pieces_one_at_a_time) {
+  ConnectOptions o;
+  o.max_rd_atomic = 1;
+  connect(o);
   const uint32_t len = (3 * kWindow1k + 8) * 1024;  // three whole pieces and 8 packets
   ASSERT_EQ(post(WrOpcode::kRdmaRead, 1, len), 0);
   ASSERT_EQ(from_a.size(), 1u);
-  EXPECT_EQ(from_a[0].h.bth.opcode, wire::kRcReadRequest);
   EXPECT_EQ(from_a[0].h.reth.dma_len, kWindow1k * 1024);
   ASSERT_TRUE(f.run());
   ASSERT_EQ(from_a.size(), 4u);
