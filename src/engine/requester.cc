@@ -401,9 +401,8 @@ bool start_wqe(Core& c, Qp& qp, SendWqe& w) {
 bool send_request(Core& c, Qp& qp, SendWqe& w, uint32_t in_flight) {
   RequesterState& r = qp.req;
   if (w.opcode == WrOpcode::kRdmaRead) {
-    // The next piece while earlier ones are in flight takes one more responder resource.
-    if (r.cursor_pkt != w.read_placed && outstanding_rd_atomic(qp) >= rd_atomic_limit(qp))
-      return false;
+    // Each piece takes a responder resource of its own.
+    if (outstanding_rd_atomic(qp) >= rd_atomic_limit(qp)) return false;
     // Up to the end of the piece: a resend inside a piece asks for the rest of that piece
     // only, as the responder's ACK queue entry covers the piece and a duplicate must be a
     // subset of it.
