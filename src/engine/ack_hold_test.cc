@@ -50,6 +50,25 @@ struct AckHold : ::testing::Test {
     ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kSend, id, &sg)), 0);
     f.wire().deliver_all();
   }
+  // a WRITEs 8 bytes into b's buffer (b's program is told of nothing).
+  void a_writes_to_b(uint64_t id) {
+    Sge sg{a_buf->addr(), 8, a_buf->mr.lkey};
+    ASSERT_EQ(post_send(a, qa, wr_of(WrOpcode::kRdmaWrite, id, &sg, b_buf->addr() + 512,
+                                     b_buf->mr.rkey)), 0);
+    f.wire().deliver_all();
+  }
+  // a's WRITE is held by b until its deadline runs out unanswered.
+  void write_hold_runs_out() {
+    const uint64_t t0 = f.clock().now_ns();
+    a_writes_to_b(1);
+    ASSERT_TRUE(last_b.acks_held);
+    f.clock().advance_to(t0 + kHoldNs);
+    b.dev->on_timer();
+    ASSERT_EQ(b.dev->held_acks_deadline(), UINT64_MAX);
+    f.wire().deliver_all();
+    ASSERT_EQ(a.poll().size(), 1u);
+    sent.clear();
+  }
   void b_answers(uint64_t id) {
     ASSERT_EQ(post_recv(a, qa, id, {{a_buf->addr() + 1024, 64, a_buf->mr.lkey}}), 0);
     Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
@@ -167,6 +186,109 @@ TEST_F(AckHold, receive__crossed_holds_are_bounded_by_crossed_hold_ns) {
   a_sends_to_b(2);  // nothing of b's awaits an ACK: the full hold
   ASSERT_TRUE(last_b.acks_held);
   EXPECT_EQ(b.dev->held_acks_deadline(), t1 + kHoldNs);
+}
+
+// A one-sided put and a flush (UCX's put_zcopy rendezvous, MPI_Put + MPI_Win_flush): the
+// target's program is told of no WRITE and never answers one; its peer waits for the ACK.
+TEST_F(AckHold, on_timer__a_write_hold_run_out_unanswered_holds_that_qps_writes_no_more) {
+  connect();
+  write_hold_runs_out();
+  a_writes_to_b(2);
+  EXPECT_EQ(sent, "a:request b:ack ");  // at once, as if nothing were held
+  EXPECT_FALSE(last_b.acks_held);
+  f.wire().deliver_all();
+  EXPECT_EQ(a.poll().size(), 1u);
+  sent.clear();
+  const uint64_t t0 = f.clock().now_ns();
+  a_sends_to_b(3);  // a SEND is a message the program is told of: still held
+  EXPECT_EQ(sent, "a:request ");
+  EXPECT_EQ(b.dev->held_acks_deadline(), t0 + kHoldNs);
+}
+
+// The runtime may find the deadline passed first (at the end of a call) and release them.
+TEST_F(AckHold, release_acks__past_the_deadline_counts_as_a_hold_run_out) {
+  connect();
+  const uint64_t t0 = f.clock().now_ns();
+  a_writes_to_b(1);
+  f.clock().advance_to(t0 + kHoldNs);
+  b.dev->release_acks();
+  f.wire().deliver_all();
+  ASSERT_EQ(a.poll().size(), 1u);
+  sent.clear();
+  a_writes_to_b(2);
+  EXPECT_EQ(sent, "a:request b:ack ");
+}
+
+// ib_write_lat: the program polls memory and answers each WRITE with its own.
+TEST_F(AckHold, post_send__a_program_that_answers_a_write_has_its_writes_held_again) {
+  connect();
+  write_hold_runs_out();
+  a_writes_to_b(2);  // not held; b's program sees the bytes and answers within the hold
+  f.clock().advance(kHoldNs - 1);
+  Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
+  ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kRdmaWrite, 9, &sg, a_buf->addr() + 2048,
+                                   a_buf->mr.rkey)), 0);
+  ASSERT_TRUE(f.run());
+  sent.clear();
+  a_writes_to_b(3);
+  EXPECT_EQ(sent, "a:request ");  // held again
+  EXPECT_TRUE(last_b.acks_held);
+}
+
+TEST_F(AckHold, post_send__an_answer_later_than_the_hold_does_not_hold_writes_again) {
+  connect();
+  write_hold_runs_out();
+  a_writes_to_b(2);
+  f.clock().advance(kHoldNs);  // the post comes when the hold would have run out
+  Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
+  ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kRdmaWrite, 9, &sg, a_buf->addr() + 2048,
+                                   a_buf->mr.rkey)), 0);
+  ASSERT_TRUE(f.run());
+  sent.clear();
+  a_writes_to_b(3);
+  EXPECT_EQ(sent, "a:request b:ack ");
+}
+
+// Held WRITE and SEND ACKs of one QP coalesce; the hold that runs out covered a message the
+// program was told of, so WRITEs are still held afterwards.
+TEST_F(AckHold, on_timer__a_hold_that_covered_a_send_leaves_writes_held) {
+  connect();
+  const uint64_t t0 = f.clock().now_ns();
+  a_writes_to_b(1);
+  a_sends_to_b(2);
+  EXPECT_EQ(sent, "a:request a:request ");
+  f.clock().advance_to(t0 + kHoldNs);
+  b.dev->on_timer();
+  EXPECT_EQ(sent, "a:request a:request b:ack ");
+  f.wire().deliver_all();
+  EXPECT_EQ(a.poll().size(), 2u);
+  sent.clear();
+  a_writes_to_b(3);
+  EXPECT_EQ(sent, "a:request ");
+  EXPECT_TRUE(last_b.acks_held);
+}
+
+// Both sides WRITE at once and wait for their ACKs (MPI_Put + MPI_Win_flush on both ranks):
+// a WRITE that finds b's own WRITE unacknowledged is acknowledged at once, a SEND in its
+// place gets the crossed hold.
+TEST_F(AckHold, receive__a_crossed_write_is_acknowledged_at_once) {
+  connect();
+  b_crossed_ns = 20'000;
+  drop_a_acks = true;
+  Sge sg{b_buf->addr() + 2048, 8, b_buf->mr.lkey};
+  ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kRdmaWrite, 7, &sg, a_buf->addr() + 2048,
+                                   a_buf->mr.rkey)), 0);
+  f.wire().deliver_all();  // b's WRITE lands; a's ACK of it is lost
+  drop_a_acks = false;
+  sent.clear();
+  a_writes_to_b(1);
+  EXPECT_EQ(sent, "a:request b:ack ");
+  EXPECT_FALSE(last_b.acks_held);
+  sent.clear();
+  const uint64_t t0 = f.clock().now_ns();
+  a_sends_to_b(2);
+  EXPECT_EQ(sent, "a:request ");
+  EXPECT_EQ(b.dev->held_acks_deadline(), t0 + 20'000);
 }
 
 TEST_F(AckHold, receive__without_hold_acks_leave_at_the_end_of_the_batch) {

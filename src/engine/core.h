@@ -63,6 +63,7 @@ class Core {
   uint64_t hold_acks_ns = 0;      // set during a receive that may hold
   uint64_t hold_crossed_ns = UINT64_MAX;  // its bound for a QP whose own packets await an ACK
   uint64_t held_acks_until = 0;   // 0: nothing held
+  uint64_t hold_window_ns = 0;    // the last hold_acks_ns that was not 0 (Impl::note_post)
   // ctr.tx_packets and acks_queued at the end of the last engine call: what a call made.
   uint64_t tx_mark = 0, acks_mark = 0;
   // QPs whose requester may be able to send (window opened, timer fired).

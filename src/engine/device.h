@@ -195,7 +195,7 @@ class Device {
   // When the held ACKs must leave (on_timer sends them; next_timer_ns() includes it), or
   // UINT64_MAX if none wait.
   uint64_t held_acks_deadline() const;
-  // Sends the held ACKs now.
+  // Sends the held ACKs now; past their deadline, as on_timer would (they ran out unanswered).
   void release_acks();
   // Sends a 256-byte MAD from QP1 to the GSI of the address in `to` (dst; src is filled in
   // with this device's address): the connection manager's datagrams.

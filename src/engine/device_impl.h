@@ -78,6 +78,7 @@ struct Device::Impl {
   // Sends the held ACKs now (Device::release_acks; before a QP changes state or goes).
   void release_held_acks() {
     if (core.held_acks_until == 0) return;
+    if (core.now() >= core.held_acks_until) note_unanswered();  // the runtime saw it run out
     flush_acks();
     core.send_tx();
     core.tx_mark = core.ctr.tx_packets;
@@ -97,11 +98,41 @@ struct Device::Impl {
     const bool sent = core.ctr.tx_packets != core.tx_mark;
     const bool new_acks = core.acks_queued != core.acks_mark;
     const bool holds = core.hold_acks_ns != 0 || (core.held_acks_until != 0 && !new_acks);
+    if (holds && !sent) release_unanswered();
     const bool waiting = std::any_of(core.ack_pending.begin(), core.ack_pending.end(),
                                      [](const Qp* qp) { return qp->resp.ack_pending; });
     if (!waiting || sent || !holds) return flush_acks();
     if (core.held_acks_until == 0) core.held_acks_until = core.now() + ack_hold_bound();
     core.note_deadline(core.held_acks_until);
+  }
+  // The ACKs of messages the program is not told of go now on a QP whose program left the
+  // last such hold unanswered, or whose own packets await the peer's ACK (both sides put and
+  // wait for their ACKs, as MPI_Put + MPI_Win_flush on both ranks: neither program can
+  // answer what it does not see); the others may stay held.
+  void release_unanswered() {
+    auto gone = std::remove_if(core.ack_pending.begin(), core.ack_pending.end(), [&](Qp* qp) {
+      const ResponderState& r = qp->resp;
+      if (!r.ack_pending || !r.ack_unseen || (r.unseen_answered && !awaits_ack(*qp)))
+        return false;
+      responder_flush_ack(core, *qp);
+      return true;
+    });
+    core.ack_pending.erase(gone, core.ack_pending.end());
+  }
+  // Held ACKs ran out (their deadline passed before the program sent anything): a QP whose
+  // held ACK covers only unseen messages stops holding them until its program answers one
+  // (note_post).
+  void note_unanswered() {
+    for (Qp* qp : core.ack_pending)
+      if (qp->resp.ack_pending && qp->resp.ack_unseen) qp->resp.unseen_answered = false;
+  }
+  // The program posts to `qp`: if the last message it took was unseen and came within the
+  // last hold, the program answers such messages and their ACKs may be held again.
+  void note_post(Qp& qp) {
+    ResponderState& r = qp.resp;
+    if (r.unseen_at_ns != 0 && core.now() - r.unseen_at_ns < core.hold_window_ns)
+      r.unseen_answered = true;
+    r.unseen_at_ns = 0;
   }
   // hold_acks_ns, but never more than half the ACK timeout of a QP whose ACK waits, nor
   // than hold_crossed_ns if that QP's own packets await the peer's ACK (crossed holds).

@@ -261,6 +261,7 @@ Errno Device::post_send(Qp* qp, const SendWr* wrs, size_t n, size_t* bad) {
     if (bad) *bad = 0;
     return EINVAL;
   }
+  d.note_post(*qp);
   Errno e = 0;
   for (size_t i = 0; i < n; ++i) {
     e = requester_post(d.core, *qp, wrs[i]);

@@ -174,6 +174,7 @@ Device::ReceiveResult Device::receive(std::span<const WirePacket> batch, uint64_
                  replayed = c.ctr.duplicate_atomics_replayed;
   c.hold_acks_ns = hold_acks_ns;
   c.hold_crossed_ns = crossed_hold_ns;
+  if (hold_acks_ns != 0) c.hold_window_ns = hold_acks_ns;
   for (const WirePacket& pkt : batch) impl_->dispatch(pkt);
   impl_->finish();
   c.hold_acks_ns = 0;
@@ -223,7 +224,10 @@ void Device::on_timer() {
   Impl& d = *impl_;
   Core& c = d.core;
   const uint64_t now = c.now();
-  if (c.held_acks_until != 0 && c.held_acks_until <= now) d.flush_acks();
+  if (c.held_acks_until != 0 && c.held_acks_until <= now) {
+    d.note_unanswered();
+    d.flush_acks();
+  }
   std::vector<Qp*>& due = d.timer_due;
   due.clear();
   c.timers.due(now, due);

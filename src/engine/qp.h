@@ -112,6 +112,13 @@ struct ResponderState {
   uint32_t msn = 0;   // message sequence number (24-bit)
   bool nak_sent = false;  // one NAK per sequence error until a good packet (IBA 9.7.5.2.2)
   bool ack_pending = false;
+  // Held ACKs (Device::receive with hold_acks_ns) learn per QP whether the program answers
+  // messages it is not told of (a WRITE without immediate, a duplicate): ib_write_lat polls
+  // memory and answers each WRITE, a one-sided put followed by a flush never does, and
+  // holding the ACK its initiator waits for stalls both sides for the whole hold.
+  bool ack_unseen = false;       // the pending ACK covers only such messages
+  bool unseen_answered = true;   // their ACKs may be held (false after one ran out unanswered)
+  uint64_t unseen_at_ns = 0;     // the last message taken, if unseen and not yet answered
 
   // The message in progress (multi-packet SEND or WRITE).
   enum class Op : uint8_t { kNone, kSend, kWrite } op = Op::kNone;

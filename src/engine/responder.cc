@@ -48,10 +48,16 @@ void send_ack(Core& c, Qp& qp, uint32_t psn, uint8_t syndrome) {
   else ++c.ctr.tx_nak_rem_op;
 }
 
-void queue_ack(Core& c, Qp& qp) {
+// `seen`: the message makes a receive completion (the program is told of it and may answer).
+void queue_ack(Core& c, Qp& qp, bool seen) {
   ++c.acks_queued;
-  if (qp.resp.ack_pending) return;
-  qp.resp.ack_pending = true;
+  ResponderState& s = qp.resp;
+  if (s.ack_pending) {
+    s.ack_unseen = s.ack_unseen && !seen;
+    return;
+  }
+  s.ack_pending = true;
+  s.ack_unseen = !seen;
   c.ack_pending.push_back(&qp);
 }
 
@@ -150,7 +156,10 @@ void accept(Core& c, Qp& qp, const wire::Packet& p, uint32_t span) {
   ResponderState& s = qp.resp;
   s.epsn = psn_add(s.epsn, span);
   s.nak_sent = false;
-  if (p.bth.ack_req) queue_ack(c, qp);
+  const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
+  const bool seen = info.kind == wire::OpKind::kSend || info.has(wire::kHasImm);
+  s.unseen_at_ns = seen ? 0 : c.now();
+  if (p.bth.ack_req) queue_ack(c, qp, seen);
 }
 
 // A SEND WITH INVALIDATE's rkey this QP may not invalidate (class J, IBA 9.9.3.1): the
@@ -411,8 +420,9 @@ void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
   switch (info.kind) {
     case wire::OpKind::kSend:
     case wire::OpKind::kWrite:
-      // Already placed: acknowledge again, never place again (C9-105).
-      queue_ack(c, qp);
+      // Already placed: acknowledge again, never place again (C9-105); the program is told
+      // of nothing (no answer to wait for).
+      queue_ack(c, qp, false);
       return;
     case wire::OpKind::kReadRequest: {
       AckEntry* e = s.ack_queue.find(p.bth.psn);
