@@ -193,9 +193,11 @@ TEST_F(AckHold, receive__crossed_holds_are_bounded_by_crossed_hold_ns) {
 TEST_F(AckHold, on_timer__a_write_hold_run_out_unanswered_holds_that_qps_writes_no_more) {
   connect();
   write_hold_runs_out();
+  EXPECT_EQ(b.ctr().ack_holds_expired, 1u);
   a_writes_to_b(2);
   EXPECT_EQ(sent, "a:request b:ack ");  // at once, as if nothing were held
   EXPECT_FALSE(last_b.acks_held);
+  EXPECT_EQ(b.ctr().ack_holds_expired, 1u);
   f.wire().deliver_all();
   EXPECT_EQ(a.poll().size(), 1u);
   sent.clear();

@@ -123,6 +123,7 @@ struct Device::Impl {
   // held ACK covers only unseen messages stops holding them until its program answers one
   // (note_post).
   void note_unanswered() {
+    ++core.ctr.ack_holds_expired;
     for (Qp* qp : core.ack_pending)
       if (qp->resp.ack_pending && qp->resp.ack_unseen) qp->resp.unseen_answered = false;
   }

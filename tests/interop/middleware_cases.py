@@ -73,6 +73,25 @@ def check_mpi(ranks):
     return check
 
 
+def check_put_flush(out):
+    """mpi_check --put-flush: the job's own checks, and no rank waited out held ACKs: both
+    ranks put and flush at once, neither program is told of the other's WRITEs, so an ACK
+    held for an answer would only make each flush wait for the hold to run out (before the
+    engine learned that per QP: one expiry per put)."""
+    problems = check_mpi(2)(out)
+    expired = {ip: int(m.group(1)) for ip, body in STATS_BLOCK.findall(out)
+               for m in [re.search(r"^ack_holds_expired (\d+)", body, re.M)] if m}
+    print(f"ack_holds_expired per rank: {expired}")
+    if len(expired) != 2:
+        problems.append(f"ack_holds_expired printed by {len(expired)} ranks, want 2")
+    problems += [f"{ip}: {n} holds ran out (2,500 puts), want at most {MAX_EXPIRED_HOLDS}"
+                 for ip, n in expired.items() if n > MAX_EXPIRED_HOLDS]
+    return problems
+
+
+MAX_EXPIRED_HOLDS = 50  # a few while the QPs learn, at start (6 per rank seen)
+
+
 def mpi_job(ranks, *args):
     """`mpirun -np N vrnic run -- mpi_check`: Open MPI with the UCX PML and osc, UCX on vrnic's
     verbs only (README "Open MPI")."""
@@ -89,3 +108,4 @@ def mpi_cases(c):
     c["mpi_np2"] = mpi_job(2)
     c["mpi_np4"] = mpi_job(4)
     c["mpi_pingpong"] = mpi_job(2, "--pingpong")
+    c["mpi_put_flush"] = {**mpi_job(2, "--put-flush"), "check": check_put_flush}

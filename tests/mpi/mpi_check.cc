@@ -1,6 +1,8 @@
 // An MPI job that checks what it moves: point-to-point, collectives and one-sided; and timings
-// (--pingpong: latency and bandwidth; --collectives: MPI_Allreduce and MPI_Alltoall).
-// Run as `mpirun -np N vrnic run -- mpi_check` [--pingpong | --collectives | --seconds N].
+// (--pingpong: latency and bandwidth; --collectives: MPI_Allreduce and MPI_Alltoall;
+// --put-flush: MPI_Put + MPI_Win_flush both ways at once).
+// Run as `mpirun -np N vrnic run -- mpi_check`
+// [--pingpong | --collectives | --put-flush | --seconds N].
 #include <mpi.h>
 
 #include <algorithm>
@@ -147,6 +149,34 @@ void collectives() {
   }
 }
 
+// Ranks in pairs put `len` bytes into each other's window and flush, both at once (a
+// one-sided exchange: each waits for its own put's acknowledgement); rank 0 prints the time
+// of one put + flush. Checked: after a barrier each window holds the peer's last put.
+void put_flush(size_t len, int iters) {
+  const int peer = g_rank ^ 1;
+  uint8_t* base = nullptr;
+  MPI_Win win;
+  MPI_Win_allocate(MPI_Aint(len), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+  std::vector<uint8_t> out(len);
+  MPI_Win_lock_all(0, win);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < iters && peer < g_size; ++i) {
+    out[0] = uint8_t(i);
+    out[len - 1] = uint8_t(i * 7);
+    MPI_Put(out.data(), int(len), MPI_BYTE, peer, 0, int(len), MPI_BYTE, win);
+    MPI_Win_flush(peer, win);
+  }
+  const double each = (MPI_Wtime() - t0) / iters;
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Win_sync(win);
+  if (peer < g_size && (base[0] != uint8_t(iters - 1) || base[len - 1] != uint8_t((iters - 1) * 7)))
+    fail("put-flush", long(len), base[0], uint8_t(iters - 1));
+  MPI_Win_unlock_all(win);
+  MPI_Win_free(&win);
+  if (g_rank == 0) std::printf("put-flush %zu B: %.2f us\n", len, each * 1e6);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +185,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   bool pp = argc > 1 && std::strcmp(argv[1], "--pingpong") == 0;
   bool coll = argc > 1 && std::strcmp(argv[1], "--collectives") == 0;
+  bool put = argc > 1 && std::strcmp(argv[1], "--put-flush") == 0;
   // --seconds N: the checked rounds again and again for N seconds (rank 0's clock decides),
   // for the soak and for a rank killed in the middle of a job.
   const double seconds = argc > 2 && std::strcmp(argv[1], "--seconds") == 0 ? std::atof(argv[2]) : 0;
@@ -163,6 +194,9 @@ int main(int argc, char** argv) {
     pingpong(size_t{1} << 20, 200);
   } else if (coll) {
     collectives();
+  } else if (put) {
+    put_flush(8, 2000);
+    put_flush(65536, 500);
   } else {
     const double end = MPI_Wtime() + seconds;
     int more = 1, rounds = 0;
@@ -182,6 +216,7 @@ int main(int argc, char** argv) {
   if (g_rank == 0) std::printf("mpi_check %s: %d ranks, %d failures\n",
                                pp     ? "pingpong"
                                : coll ? "collectives"
+                               : put  ? "put-flush"
                                       : "ring allreduce alltoall put get", g_size, total);
   MPI_Finalize();
   return total == 0 ? 0 : 1;
