@@ -183,6 +183,11 @@ class Device {
   // of its own awaiting the peer's ACK: the peer may be holding that ACK for its answer just
   // as this side holds its own, and each answer may wait for the other's ACK (two programs
   // that both send at once, a collective's exchange).
+  // Unseen messages (a WRITE without immediate, a duplicate: no receive completion tells
+  // the program of them) have their ACK held only on a QP whose program answered such a
+  // message within the hold since its last one ran out unanswered (ib_write_lat polls
+  // memory and answers), and never while the QP's own packets await an ACK (both sides put
+  // and flush at once): a put followed by a flush would wait out the hold every time.
   struct ReceiveResult {
     uint32_t sent = 0;       // packets the batch made that left (ACKs included)
     bool acks_held = false;  // ACKs wait (held_acks_deadline())
