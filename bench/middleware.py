@@ -4,7 +4,8 @@ UCX (ucx_perftest: UCT am_lat, put_bw and get (zero-copy, its bandwidth), UCP ta
 against UCX over TCP, rsockets (rdma-core's rstream: 64 B latency, 64 KiB bandwidth) over
 vrnic's librdmacm against rstream over kernel TCP, and an Open MPI ping-pong (tests/mpi/mpi_check --pingpong) with the UCX
 PML on vrnic against Open MPI over TCP (ob1 + tcp BTL), and MPI_Allreduce / MPI_Alltoall
-timings (tests/mpi/mpi_check --collectives, 2 and 4 ranks; 4 oversubscribe a 2-core machine).
+timings (tests/mpi/mpi_check --collectives, 2 and 4 ranks; 4 oversubscribe a 2-core machine)
+and one-sided puts (mpi_check --put-flush).
 Prints a table with ratios and writes bench/out/middleware.json.
 
   bench/middleware.py [--bin build/release/bin] [--out bench/out] [--runs N] [--veth [--veth-only]]
@@ -29,6 +30,7 @@ FINAL = re.compile(r"^Final:\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s
                    r"\s+([\d.]+)\s+([\d.]+)", re.M)
 PINGPONG = re.compile(r"^pingpong (\d+) B: ([\d.]+) us, ([\d.]+) MB/s", re.M)
 COLLECTIVE = re.compile(r"^(allreduce|alltoall) (\d+) B: ([\d.]+) us", re.M)
+PUT_FLUSH = re.compile(r"^put-flush (\d+) B: ([\d.]+) us", re.M)
 # (name, ucx_perftest test, size, iterations, metric)
 UCX_TESTS = [("am_lat", "am_lat", 8, 20000, "lat_us"),
              ("put_bw", "put_bw", 65536, 5000, "bw_MBps"),
@@ -135,17 +137,25 @@ def collectives(bindir, over, ranks):
     return {(n, int(s)): float(us) for n, s, us in COLLECTIVE.findall(out)}
 
 
+def put_flush(bindir, over):
+    """mpi_check --put-flush (2 ranks, each puts and flushes at once): {size: us per put +
+    flush}."""
+    out = mpirun(bindir, over, 2, "--put-flush")
+    return {int(s): float(us) for s, us in PUT_FLUSH.findall(out)}
+
+
 def mpirun(bindir, over, ranks, mode):
-    """mpi_check `mode` with `ranks` ranks, over vrnic (UCX PML) or TCP (ob1 + tcp BTL):
-    its standard output."""
+    """mpi_check `mode` with `ranks` ranks, over vrnic (UCX PML and osc) or TCP (ob1 + tcp
+    BTL; the pt2pt osc, since the shared-memory one would take a window of one host): its
+    standard output."""
     root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     root += ["--oversubscribe"] if ranks > (os.cpu_count() or 1) else []
     if over == "vrnic":
-        opts = ["--mca", "pml", "ucx", "--mca", "btl", "self",
+        opts = ["--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
                 "-x", "UCX_TLS=rc_verbs,ud_verbs,self", os.path.join(bindir, "vrnic"), "run", "--"]
     else:
         # The TCP BTL leaves out loopback unless told: here both ranks meet on lo.
-        opts = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self",
+        opts = ["--mca", "pml", "ob1", "--mca", "osc", "pt2pt", "--mca", "btl", "tcp,self",
                 "--mca", "btl_tcp_if_include", "lo"]
     p = subprocess.run(["mpirun", *root, "-np", str(ranks), *opts,
                         os.path.join(bindir, "mpi_check"), mode],
@@ -172,6 +182,10 @@ def mpi_rows(bindir, runs):
             for size in (8, 65536, 1048576):
                 v, t = ([r[o].get((name, size)) for r in cs] for o in (0, 1))
                 rows.append((f"MPI_{name.capitalize()} {size} B, {ranks} ranks", "us", v, t))
+    pf = [(put_flush(bindir, "vrnic"), put_flush(bindir, "tcp")) for _ in range(runs)]
+    for size in (8, 65536):
+        v, t = ([r[o].get(size) for r in pf] for o in (0, 1))
+        rows.append((f"MPI_Put + MPI_Win_flush {size} B, 2 ranks", "us", v, t))
     return rows
 
 
