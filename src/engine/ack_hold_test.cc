@@ -69,6 +69,17 @@ struct AckHold : ::testing::Test {
     ASSERT_EQ(a.poll().size(), 1u);
     sent.clear();
   }
+  // a WRITEs to b (not held: the QP stopped holding WRITEs), and b's program WRITEs back
+  // `after` ns later, as ib_write_lat's does when it sees the bytes.
+  void b_writes_back_after(uint64_t after) {
+    a_writes_to_b(2);
+    f.clock().advance(after);
+    Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
+    ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kRdmaWrite, 9, &sg, a_buf->addr() + 2048,
+                                     a_buf->mr.rkey)), 0);
+    ASSERT_TRUE(f.run());
+    sent.clear();
+  }
   void b_answers(uint64_t id) {
     ASSERT_EQ(post_recv(a, qa, id, {{a_buf->addr() + 1024, 64, a_buf->mr.lkey}}), 0);
     Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
@@ -225,13 +236,7 @@ TEST_F(AckHold, release_acks__past_the_deadline_counts_as_a_hold_run_out) {
 TEST_F(AckHold, post_send__a_program_that_answers_a_write_has_its_writes_held_again) {
   connect();
   write_hold_runs_out();
-  a_writes_to_b(2);  // not held; b's program sees the bytes and answers within the hold
-  f.clock().advance(kHoldNs - 1);
-  Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
-  ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kRdmaWrite, 9, &sg, a_buf->addr() + 2048,
-                                   a_buf->mr.rkey)), 0);
-  ASSERT_TRUE(f.run());
-  sent.clear();
+  b_writes_back_after(kHoldNs - 1);  // b's program sees the bytes and answers in the hold
   a_writes_to_b(3);
   EXPECT_EQ(sent, "a:request ");  // held again
   EXPECT_TRUE(last_b.acks_held);
@@ -240,13 +245,7 @@ TEST_F(AckHold, post_send__a_program_that_answers_a_write_has_its_writes_held_ag
 TEST_F(AckHold, post_send__an_answer_later_than_the_hold_does_not_hold_writes_again) {
   connect();
   write_hold_runs_out();
-  a_writes_to_b(2);
-  f.clock().advance(kHoldNs);  // the post comes when the hold would have run out
-  Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
-  ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kRdmaWrite, 9, &sg, a_buf->addr() + 2048,
-                                   a_buf->mr.rkey)), 0);
-  ASSERT_TRUE(f.run());
-  sent.clear();
+  b_writes_back_after(kHoldNs);  // when the hold would have run out
   a_writes_to_b(3);
   EXPECT_EQ(sent, "a:request b:ack ");
 }
