@@ -20,6 +20,7 @@ struct AckHold : ::testing::Test {
   uint64_t b_hold_ns = kHoldNs;    // what b's receives pass as hold_acks_ns
   uint64_t b_crossed_ns = UINT64_MAX;  // and as crossed_hold_ns
   bool drop_a_acks = false;        // a's ACKs are lost on the wire
+  bool drop_b_acks = false;        // and b's
   Device::ReceiveResult last_b{};  // what b's last receive returned
   std::string sent;                // every packet sent, as "a:request b:ack ..."
   Buffer* a_buf = nullptr;
@@ -28,7 +29,7 @@ struct AckHold : ::testing::Test {
   void SetUp() override {
     f.wire().set_drop_filter([this](const WirePacket& p) {
       sent += (p.ip.src[3] == 1 ? "a:" : "b:") + std::string(wire::to_string(p.kind)) + " ";
-      return drop_a_acks && p.ip.src[3] == 1 && p.kind == wire::PacketKind::kAck;
+      return p.kind == wire::PacketKind::kAck && (p.ip.src[3] == 1 ? drop_a_acks : drop_b_acks);
     });
     b.port->set_receiver([this](std::span<const WirePacket> batch) {
       last_b = b.dev->receive(batch, b_hold_ns, b_crossed_ns);
@@ -290,6 +291,30 @@ TEST_F(AckHold, receive__a_crossed_write_is_acknowledged_at_once) {
   a_sends_to_b(2);
   EXPECT_EQ(sent, "a:request ");
   EXPECT_EQ(b.dev->held_acks_deadline(), t0 + 20'000);
+}
+
+// b's ACK is lost; a resends at its ACK timeout, and b acknowledges the duplicate at once,
+// though b's program answers what it receives.
+TEST_F(AckHold, receive__a_duplicates_ack_is_never_held) {
+  connect();
+  drop_b_acks = true;
+  a_sends_to_b(1);
+  ASSERT_TRUE(last_b.acks_held);
+  b.dev->release_acks();  // the answer's moment: the ACK leaves, and is lost
+  drop_b_acks = false;
+  ASSERT_EQ(b.poll().size(), 1u);
+  sent.clear();
+  f.clock().advance(ack_timeout_ns(14));
+  a.dev->on_timer();
+  f.wire().deliver_all();
+  EXPECT_EQ(sent, "a:request b:ack ");
+  EXPECT_FALSE(last_b.acks_held);
+  EXPECT_EQ(b.ctr().rx_duplicate, 1u);
+  f.wire().deliver_all();
+  auto wc = a.poll();
+  ASSERT_EQ(wc.size(), 1u);
+  EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(b.poll().size(), 0u);  // placed once
 }
 
 TEST_F(AckHold, receive__without_hold_acks_leave_at_the_end_of_the_batch) {

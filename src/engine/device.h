@@ -187,7 +187,8 @@ class Device {
   // the program of them) have their ACK held only on a QP whose program answered such a
   // message within the hold since its last one ran out unanswered (ib_write_lat polls
   // memory and answers), and never while the QP's own packets await an ACK (both sides put
-  // and flush at once): a put followed by a flush would wait out the hold every time.
+  // and flush at once): a put followed by a flush would wait out the hold every time. The
+  // ACK of a duplicate is never held (its requester is resending).
   struct ReceiveResult {
     uint32_t sent = 0;       // packets the batch made that left (ACKs included)
     bool acks_held = false;  // ACKs wait (held_acks_deadline())

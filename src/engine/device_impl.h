@@ -108,12 +108,13 @@ struct Device::Impl {
   // The ACKs of messages the program is not told of go now on a QP whose program left the
   // last such hold unanswered, or whose own packets await the peer's ACK (both sides put and
   // wait for their ACKs, as MPI_Put + MPI_Win_flush on both ranks: neither program can
-  // answer what it does not see); the others may stay held.
+  // answer what it does not see), and so does the ACK of a duplicate (its requester is
+  // resending); the others may stay held.
   void release_unanswered() {
     auto gone = std::remove_if(core.ack_pending.begin(), core.ack_pending.end(), [&](Qp* qp) {
       const ResponderState& r = qp->resp;
-      if (!r.ack_pending || !r.ack_unseen || (r.unseen_answered && !awaits_ack(*qp)))
-        return false;
+      const bool unseen_now = r.ack_unseen && (!r.unseen_answered || awaits_ack(*qp));
+      if (!r.ack_pending || !(r.ack_duplicate || unseen_now)) return false;
       responder_flush_ack(core, *qp);
       return true;
     });

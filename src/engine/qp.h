@@ -117,6 +117,7 @@ struct ResponderState {
   // memory and answers each WRITE, a one-sided put followed by a flush never does, and
   // holding the ACK its initiator waits for stalls both sides for the whole hold.
   bool ack_unseen = false;       // the pending ACK covers only such messages
+  bool ack_duplicate = false;    // it answers a duplicate: the requester is resending, never held
   bool unseen_answered = true;   // their ACKs may be held (false after one ran out unanswered)
   uint64_t unseen_at_ns = 0;     // the last message taken, if unseen and not yet answered
 

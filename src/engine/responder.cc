@@ -58,6 +58,7 @@ void queue_ack(Core& c, Qp& qp, bool seen) {
   }
   s.ack_pending = true;
   s.ack_unseen = !seen;
+  s.ack_duplicate = false;
   c.ack_pending.push_back(&qp);
 }
 
@@ -421,8 +422,9 @@ void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
     case wire::OpKind::kSend:
     case wire::OpKind::kWrite:
       // Already placed: acknowledge again, never place again (C9-105); the program is told
-      // of nothing (no answer to wait for).
+      // of nothing, and the requester is resending: the ACK is never held.
       queue_ack(c, qp, false);
+      s.ack_duplicate = true;
       return;
     case wire::OpKind::kReadRequest: {
       AckEntry* e = s.ack_queue.find(p.bth.psn);
@@ -503,6 +505,7 @@ const Pd* responder_recv_pd(const Qp& qp) { return qp.srq != nullptr ? qp.srq->p
 void responder_flush_ack(Core& c, Qp& qp) {
   if (!qp.resp.ack_pending) return;
   qp.resp.ack_pending = false;
+  qp.resp.ack_duplicate = false;
   if (qp.state() == QpState::kErr || qp.state() == QpState::kReset) return;
   send_ack(c, qp, psn_add(qp.resp.epsn, -1), kAethAckNoCredit);
 }
