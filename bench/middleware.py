@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Middleware on vrnic next to the same middleware over kernel TCP, same machine, same run:
-UCX (ucx_perftest: UCT am_lat, put_bw and get (zero-copy, its bandwidth), UCP tag_lat and tag_bw) over vrnic's rc_verbs
-against UCX over TCP, rsockets (rdma-core's rstream: 64 B latency, 64 KiB bandwidth) over
+UCX (ucx_perftest: UCT am_lat, put_bw and get (zero-copy, its bandwidth; 128 outstanding, as
+perftest keeps), UCP tag_lat and tag_bw) over vrnic's rc_verbs against UCX over TCP, rsockets (rdma-core's rstream: 64 B latency, 64 KiB bandwidth) over
 vrnic's librdmacm against rstream over kernel TCP, and an Open MPI ping-pong (tests/mpi/mpi_check --pingpong) with the UCX
 PML on vrnic against Open MPI over TCP (ob1 + tcp BTL), and MPI_Allreduce / MPI_Alltoall
 timings (tests/mpi/mpi_check --collectives, 2 and 4 ranks; 4 oversubscribe a 2-core machine)
@@ -37,6 +37,10 @@ UCX_TESTS = [("am_lat", "am_lat", 8, 20000, "lat_us"),
              ("tag_lat", "tag_lat", 8, 20000, "lat_us"),
              ("tag_bw", "tag_bw", 65536, 5000, "bw_MBps"),
              ("get_bw", "get", 65536, 5000, "bw_MBps")]  # UCT's get test, zero-copy: its bandwidth
+# perftest's default TX depth (ib_write_bw, ib_read_bw: "TX depth: 128"), the outstanding
+# operations given to UCT's put_bw and get so that they and their perftest peers run the same
+# workload.
+PERFTEST_TX_DEPTH = 128
 # The targets against vrnic's own perftest figures on the same path, same run:
 # (middleware row, perftest tool, size, iterations, ratio goal).
 OWN = [("UCX tag_bw 65536 B", "ib_write_bw", 65536, 5000, 0.9),
@@ -64,7 +68,10 @@ def ucx(bindir, test, size, iters, over, veth=None):
         return [*ns, "env", "UCX_TLS=tcp", f"UCX_NET_DEVICES={dev}", "ucx_perftest",
                 *(["-d", dev, "-x", "tcp"] if uct else [])]
 
-    layout = ["-D", "zcopy"] if test in ("put_bw", "get") else []
+    # UCT's put_bw and get keep one operation outstanding unless told (ucx_perftest's window
+    # for them is 1): a round trip per 64 KiB. Their peers, ib_write_bw and ib_read_bw, keep
+    # perftest's TX depth of 128 posted, so these run with the same depth.
+    layout = ["-D", "zcopy", "-O", str(PERFTEST_TX_DEPTH)] if test in ("put_bw", "get") else []
     client = [*side(0), host, "-t", test, "-s", str(size), "-n", str(iters), *layout]
     out, _ = pair(side(1), client, settle=1.5)
     m = FINAL.search(out or "")
