@@ -50,7 +50,8 @@ bool parse_timing(const LiveConfig::Lookup& get, Timing& t, std::string& error) 
                         {"VRNIC_RECHECK_MAX_US", &t.recheck_max_ns},
                         {"VRNIC_SPIN_US", &t.spin_ns},
                         {"VRNIC_ACK_HOLD_US", &t.ack_hold_ns},
-                        {"VRNIC_EVENT_SPIN_US", &t.event_spin_ns}};
+                        {"VRNIC_EVENT_SPIN_US", &t.event_spin_ns},
+                        {"VRNIC_IDLE_YIELD_US", &t.idle_yield_ns}};
   for (const Knob& k : knobs) {
     const char* v = get(k.name);
     if (v == nullptr || *v == '\0') continue;

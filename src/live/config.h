@@ -19,6 +19,7 @@ struct Timing {
   uint64_t ack_hold_ns = 250'000;      // VRNIC_ACK_HOLD_US
   uint64_t ack_hold_crossed_ns = 20'000;  // the hold of a QP whose own packets await an ACK
   uint64_t event_spin_ns = 50'000;     // VRNIC_EVENT_SPIN_US
+  uint64_t idle_yield_ns = 2'000;      // VRNIC_IDLE_YIELD_US
 };
 
 struct LiveConfig {

@@ -45,6 +45,7 @@ TEST(LiveConfig, parse__nothing_set__the_defaults) {
   EXPECT_EQ(c.timing.spin_ns, 50'000u);
   EXPECT_EQ(c.timing.ack_hold_ns, 250'000u);
   EXPECT_EQ(c.timing.event_spin_ns, 50'000u);
+  EXPECT_EQ(c.timing.idle_yield_ns, 2'000u);
 }
 
 TEST(LiveConfig, parse__every_setting_is_read) {
@@ -65,7 +66,8 @@ TEST(LiveConfig, parse__every_setting_is_read) {
                      {"VRNIC_RECHECK_MAX_US", "1000"},
                      {"VRNIC_SPIN_US", "0"},
                      {"VRNIC_ACK_HOLD_US", "100"},
-                     {"VRNIC_EVENT_SPIN_US", "7"}},
+                     {"VRNIC_EVENT_SPIN_US", "7"},
+                     {"VRNIC_IDLE_YIELD_US", "0"}},
                     c, error))
       << error;
   EXPECT_EQ(c.ip, "10.0.0.7");
@@ -86,6 +88,7 @@ TEST(LiveConfig, parse__every_setting_is_read) {
   EXPECT_EQ(c.timing.spin_ns, 0u);
   EXPECT_EQ(c.timing.ack_hold_ns, 100'000u);
   EXPECT_EQ(c.timing.event_spin_ns, 7'000u);
+  EXPECT_EQ(c.timing.idle_yield_ns, 0u);
 }
 
 TEST(LiveConfig, parse__an_empty_value_is_not_set) {

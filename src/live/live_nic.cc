@@ -2,6 +2,7 @@
 // scheduler's decisions around them, CM datagrams, acquire / release / exit.
 #include "live/live_nic.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -113,6 +114,17 @@ void LiveNic::wait_for_event(const std::function<bool()>& arrived) {
 }
 
 int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
+  bool yield = false;
+  const int got = poll_cq_locked(cq, out, n, yield);
+  if (yield) {  // "Idle yield": outside the lock, so that whoever runs meanwhile may take it
+    const uint64_t start = monotonic_ns();
+    sched_yield();
+    sched_.on_idle_yield(start, monotonic_ns());
+  }
+  return got;
+}
+
+int LiveNic::poll_cq_locked(engine::Cq* cq, engine::WorkCompletion* out, int n, bool& yield) {
   const uint64_t t = note_app_call();  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
   const uint64_t mark = syscall_mark();
@@ -126,6 +138,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
   }
   const engine::Counters& c = device_->counters();
   if (sched_.on_poll_end(t, got, c.rx_packets + c.tx_packets)) kick();
+  yield = sched_.idle_poll_yields(t, got, c.rx_packets + c.tx_packets);
   after_call_locked(t, mark);
   return got;
 }

@@ -131,6 +131,8 @@ class LiveNic {
   // mu_ held: lets go of the hold, sends held ACKs that are due, wakes the thread if it must.
   // start, mark: the call's beginning.
   void after_call_locked(uint64_t start, uint64_t mark);
+  // poll_cq under the lock; `yield`: the scheduler asks the caller to offer its CPU after.
+  int poll_cq_locked(engine::Cq* cq, engine::WorkCompletion* out, int n, bool& yield);
   // What the device has done that takes time (datagrams sent or received, direct copies):
   // a call that left it unchanged (an empty receive included, ~0.5 us) ended about when it
   // began, so its end time is its start, not a clock read (~10 % of a 64 B message).

@@ -69,6 +69,29 @@ bool Scheduler::on_poll_end(uint64_t now, int completions, uint64_t packets) {
   return on_end_deferral();
 }
 
+bool Scheduler::idle_poll_yields(uint64_t now, int completions, uint64_t packets) {
+  if (t_.idle_yield_ns == 0) return false;
+  if (completions != 0 || packets != idle_packets_) {  // work came: idle from now
+    idle_packets_ = packets;
+    idle_since_ = now;
+    return false;
+  }
+  if (now - idle_since_ < t_.idle_yield_ns) return false;
+  if (now - idle_yielded_at_ < idle_yield_gap_.load(std::memory_order_relaxed)) return false;
+  idle_yielded_at_ = now;
+  return true;
+}
+
+void Scheduler::on_idle_yield(uint64_t start, uint64_t end) {
+  // Back at once: no other task wanted this CPU, so offer it less often; it was taken:
+  // others wait for CPUs (more busy programs than cores), so offer it at every idle poll.
+  const uint64_t gap = idle_yield_gap_.load(std::memory_order_relaxed);
+  const uint64_t next = end - start >= kYieldAloneNs
+                            ? 0
+                            : std::clamp(gap * 2, kIdleYieldMinGapNs, kIdleYieldMaxGapNs);
+  idle_yield_gap_.store(next, std::memory_order_relaxed);
+}
+
 bool Scheduler::on_end_deferral() {
   last_app_ns_.store(0, std::memory_order_relaxed);
   return deferring();

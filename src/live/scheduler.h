@@ -34,6 +34,13 @@
 //    blocking channel) moves packets itself, as a busy poll does, for event_spin_ns before
 //    it sleeps on the channel: an event that comes soon costs no wake-up of the progress
 //    thread and of the program.
+//  - Idle yield. A poll_cq that finds nothing, when the program's polls have found no
+//    completion and moved no packet for idle_yield_ns, offers the program's CPU
+//    (sched_yield, after the device lock): with more busy programs than cores, the peer
+//    it waits for may need that CPU to run at all. An offer that comes straight back
+//    (within kYieldAloneNs: nobody else wanted the CPU) makes the next come twice as late,
+//    up to kIdleYieldMaxGapNs; one that took longer (another task ran) brings them back
+//    at every idle poll.
 //  - Armed. Arming a CQ (ibv_req_notify_cq) ends the deferral (the program may sleep on its
 //    channel's fd next, in poll or epoll), unless the program waited in ibv_get_cq_event
 //    after its last arm: it is expected to again, and that wait ends the deferral itself
@@ -70,6 +77,9 @@ class Scheduler {
   static constexpr uint64_t kPendingTxLookNs = 1'000'000;  // work held back without a timer
   static constexpr uint64_t kSpinYieldNs = 5'000;         // a spinning thread's CPU offers
   static constexpr uint64_t kSpinYieldWithinNs = 1'000'000;  // ... to a program this recent
+  static constexpr uint64_t kYieldAloneNs = 2'000;        // an offer back sooner: nobody took it
+  static constexpr uint64_t kIdleYieldMinGapNs = 1'000;   // the first gap after such an offer
+  static constexpr uint64_t kIdleYieldMaxGapNs = 64'000;  // the gap while nobody takes them
 
   explicit Scheduler(const Timing& t) : t_(t), pattern_(t.ack_hold_ns, t.defer_ns) {}
   const Timing& timing() const { return t_; }
@@ -96,6 +106,12 @@ class Scheduler {
   void on_poll_start(uint64_t now);
   // poll_cq found `completions`; `packets` is the device's rx + tx packet count. True: kick.
   bool on_poll_end(uint64_t now, int completions, uint64_t packets);
+  // After on_poll_end, device lock held: true if the program's thread offers its CPU
+  // (sched_yield) once it has let go of the lock ("Idle yield"). `packets` as above.
+  bool idle_poll_yields(uint64_t now, int completions, uint64_t packets);
+  // The offer made at `start` came back at `end` (any thread, without the device lock).
+  void on_idle_yield(uint64_t start, uint64_t end);
+
   // The program is about to sleep on a completion channel (it armed a CQ), or waits for a
   // CM answer: the thread watches the socket now. True: kick (it is deferring).
   bool on_end_deferral();
@@ -187,6 +203,11 @@ class Scheduler {
   uint64_t rx_at_ = 0;        // when the thread last received packets
   uint64_t yielded_at_ = 0;   // when the spinning thread last offered its CPU
   bool polls_back_ = false;   // the program polls and is expected back, at the last service
+  // Idle yield: the program's polls.
+  uint64_t idle_since_ = 0;         // since when they found nothing and moved no packet
+  uint64_t idle_packets_ = ~0ull;   // rx + tx packets at the last poll
+  uint64_t idle_yielded_at_ = 0;    // the last offer
+  std::atomic<uint64_t> idle_yield_gap_{0};  // the least time between offers (backoff)
 };
 
 }  // namespace vrnic::live

@@ -375,5 +375,51 @@ TEST(Scheduler, armed__ends_the_deferral_unless_the_program_waits_in_get_cq_even
   EXPECT_TRUE(s.on_cq_armed());  // an arm with no wait since the last: the release
 }
 
+// ---- idle yield -----------------------------------------------------------------------------
+
+constexpr uint64_t kPackets = 100;  // the device's rx + tx packet count in these polls
+
+TEST(Scheduler, idle_yield__a_poll_offers_the_cpu_once_polls_found_nothing_for_idle_yield_ns) {
+  Scheduler s(timing());  // idle_yield_ns 2 us by default
+  EXPECT_FALSE(s.idle_poll_yields(kT, 0, kPackets));  // first sight: idle from now
+  EXPECT_FALSE(s.idle_poll_yields(kT + 1 * kUs, 0, kPackets));
+  EXPECT_TRUE(s.idle_poll_yields(kT + 2 * kUs, 0, kPackets));
+  EXPECT_TRUE(s.idle_poll_yields(kT + 2 * kUs + 300, 0, kPackets));  // no offer came back yet
+  // A completion, or a packet moved, starts the idle time again.
+  EXPECT_FALSE(s.idle_poll_yields(kT + 3 * kUs, 1, kPackets));
+  EXPECT_FALSE(s.idle_poll_yields(kT + 4 * kUs, 0, kPackets));
+  EXPECT_TRUE(s.idle_poll_yields(kT + 5 * kUs, 0, kPackets));
+  EXPECT_FALSE(s.idle_poll_yields(kT + 6 * kUs, 0, kPackets + 1));
+  EXPECT_FALSE(s.idle_poll_yields(kT + 7 * kUs, 0, kPackets + 1));
+  EXPECT_TRUE(s.idle_poll_yields(kT + 8 * kUs, 0, kPackets + 1));
+  Timing t = timing();
+  t.idle_yield_ns = 0;  // VRNIC_IDLE_YIELD_US=0: never
+  Scheduler z(t);
+  z.idle_poll_yields(kT, 0, kPackets);
+  EXPECT_FALSE(z.idle_poll_yields(kT + 1000 * kUs, 0, kPackets));
+}
+
+TEST(Scheduler, idle_yield__offers_nobody_takes_back_off_and_one_taken_brings_them_back) {
+  Scheduler s(timing());
+  s.idle_poll_yields(kT, 0, kPackets);
+  uint64_t now = kT + 2 * kUs;
+  ASSERT_TRUE(s.idle_poll_yields(now, 0, kPackets));
+  // Each offer comes back at once (no other task ran): the gap to the next doubles from
+  // kIdleYieldMinGapNs, up to kIdleYieldMaxGapNs.
+  uint64_t gap = Scheduler::kIdleYieldMinGapNs;
+  for (int i = 0; i < 10; ++i) {
+    s.on_idle_yield(now, now + 200);
+    EXPECT_FALSE(s.idle_poll_yields(now + gap - 1, 0, kPackets)) << "offer " << i;
+    now += gap;
+    EXPECT_TRUE(s.idle_poll_yields(now, 0, kPackets)) << "offer " << i;
+    gap = std::min(gap * 2, Scheduler::kIdleYieldMaxGapNs);
+  }
+  EXPECT_EQ(gap, Scheduler::kIdleYieldMaxGapNs);
+  // An offer that took kYieldAloneNs (another task ran on this CPU): every idle poll offers.
+  s.on_idle_yield(now, now + Scheduler::kYieldAloneNs);
+  EXPECT_TRUE(s.idle_poll_yields(now + Scheduler::kYieldAloneNs + 1, 0, kPackets));
+  EXPECT_TRUE(s.idle_poll_yields(now + Scheduler::kYieldAloneNs + 2, 0, kPackets));
+}
+
 }  // namespace
 }  // namespace vrnic::live
