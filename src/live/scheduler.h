@@ -79,7 +79,7 @@ class Scheduler {
   static constexpr uint64_t kSpinYieldWithinNs = 1'000'000;  // ... to a program this recent
   static constexpr uint64_t kYieldAloneNs = 2'000;        // an offer back sooner: nobody took it
   static constexpr uint64_t kIdleYieldMinGapNs = 1'000;   // the first gap after such an offer
-  static constexpr uint64_t kIdleYieldMaxGapNs = 64'000;  // the gap while nobody takes them
+  static constexpr uint64_t kIdleYieldMaxGapNs = 1'000'000;  // the gap while nobody takes them
 
   explicit Scheduler(const Timing& t) : t_(t), pattern_(t.ack_hold_ns, t.defer_ns) {}
   const Timing& timing() const { return t_; }

@@ -407,7 +407,7 @@ TEST(Scheduler, idle_yield__offers_nobody_takes_back_off_and_one_taken_brings_th
   // Each offer comes back at once (no other task ran): the gap to the next doubles from
   // kIdleYieldMinGapNs, up to kIdleYieldMaxGapNs.
   uint64_t gap = Scheduler::kIdleYieldMinGapNs;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 12; ++i) {
     s.on_idle_yield(now, now + 200);
     EXPECT_FALSE(s.idle_poll_yields(now + gap - 1, 0, kPackets)) << "offer " << i;
     now += gap;
