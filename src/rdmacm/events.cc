@@ -71,6 +71,7 @@ void on_request(Service& s, Id* parent, const cm::Event& ev) {
   child->conn = ev.conn;
   child->peer = ev.peer;
   child->listen_parent = parent;
+  child->passive = true;
   child->state = IdState::kConnectRequest;
   child->tos = parent->tos;
   child->ack_timeout = parent->ack_timeout;
@@ -96,7 +97,7 @@ void on_established(Service& s, Id* id, const cm::Event& ev) {
   id->state = IdState::kConnected;
   if (id->quiet_establish) return;  // rdma_establish: no event on the active side
   EventBox* b = box_of(RDMA_CM_EVENT_ESTABLISHED);
-  if (id->listen_parent) {
+  if (id->passive) {
     s.deliver(id, b);
     return;
   }

@@ -209,6 +209,51 @@ TEST(RdmacmEvents, listen__backlog_counts_unread_requests) {
   p.close();
 }
 
+// A listener destroyed with a request not yet read takes the request with it, as the kernel's
+// ucma does: the requester is rejected (consumer-defined, 28) and the request's id is gone.
+TEST(RdmacmEvents, destroy_listener__unread_request__rejected_28) {
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.open(7312, 7312));
+  ASSERT_EQ(rdma_connect(p.client, nullptr), 0);
+  pollfd one{p.lch->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&one, 1, 5000), 1);  // the request waits, unread
+  EXPECT_EQ(rdma_destroy_id(p.listener), 0);
+  p.listener = nullptr;
+  EXPECT_EQ(status_of(p.cch, RDMA_CM_EVENT_REJECTED), 28);
+  p.close();
+}
+
+// A request read from a synchronous listener outlives it: migrated to a channel after the
+// listener is gone, it is still rejected on its own.
+TEST(RdmacmEvents, get_request__listener_destroyed__the_request_stays_the_programs) {
+  char host[INET_ADDRSTRLEN];
+  sockaddr_in me = device_addr(0);
+  inet_ntop(AF_INET, &me.sin_addr, host, sizeof host);
+  rdma_addrinfo hints{};
+  hints.ai_flags = RAI_PASSIVE;
+  hints.ai_port_space = RDMA_PS_TCP;
+  rdma_addrinfo* res = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(host, "7313", &hints, &res), 0);
+  rdma_cm_id* listener = nullptr;
+  ASSERT_EQ(rdma_create_ep(&listener, res, nullptr, nullptr), 0);
+  rdma_freeaddrinfo(res);
+  ASSERT_EQ(rdma_listen(listener, 1), 0);
+  Pair p;
+  ASSERT_NO_FATAL_FAILURE(p.open(0, 7313));
+  ASSERT_EQ(rdma_connect(p.client, nullptr), 0);
+  rdma_cm_id* req = nullptr;
+  ASSERT_EQ(rdma_get_request(listener, &req), 0);
+  rdma_destroy_ep(listener);
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  EXPECT_EQ(rdma_migrate_id(req, ch), 0);
+  EXPECT_EQ(rdma_reject(req, nullptr, 0), 0);
+  EXPECT_EQ(status_of(p.cch, RDMA_CM_EVENT_REJECTED), 28);
+  EXPECT_EQ(rdma_destroy_id(req), 0);
+  rdma_destroy_event_channel(ch);
+  p.close();
+}
+
 // A REQ whose transport is not the listener's QP type is refused, as the kernel CMA's
 // cma_ib_check_req_qp_type makes the CM reject it (28): an RC listener, a UC requester.
 TEST(RdmacmEvents, connect__qp_type_other_than_the_listeners__rejected_28) {

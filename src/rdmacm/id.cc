@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "rdmacm/state.h"
 #include "wire/gid.h"
@@ -141,6 +142,35 @@ void post(Service& s, Id* id, rdma_cm_event_type type, int status = 0) {
   s.deliver(id, b);
 }
 
+// A listener going: as the kernel's ucma, the requests the program has not read go with it
+// (their connections rejected, their ids destroyed); those it read are its own and only
+// forget their listener.
+void drop_requests_of(Service& s, Id* listener) {
+  std::vector<Id*> unread;
+  for (EventBox* b : listener->channel->queue) {
+    if (b->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && b->ev.listen_id == &listener->id) {
+      unread.push_back(to_id(b->ev.id));
+    }
+  }
+  for (Id* child : unread) {
+    s.manager().destroy(child->conn);
+    s.by_conn.erase(child->conn);
+    auto& q = child->channel->queue;
+    for (auto it = q.begin(); it != q.end();) {
+      if ((*it)->ev.id == &child->id) {
+        delete *it;
+        it = q.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    delete child;
+  }
+  for (auto& [conn, id] : s.by_conn) {
+    if (id->listen_parent == listener) id->listen_parent = nullptr;
+  }
+}
+
 }  // namespace
 }  // namespace vrnic::rdmacm
 
@@ -181,6 +211,7 @@ RDMACM_EXPORT int rdma_destroy_id(rdma_cm_id* cm_id) {
   if (id->listener) {
     s.manager().stop_listening(id->listener);
     s.by_listener.erase(id->listener);
+    drop_requests_of(s, id);
   }
   // Events of this id not yet fetched go; fetched ones must be acknowledged first.
   auto& q = id->channel->queue;

@@ -59,7 +59,8 @@ struct Id {
   Channel* channel = nullptr;
   uint32_t conn = 0;       // the Manager's connection, 0 if none
   uint32_t listener = 0;   // the Manager's listener, 0 if none
-  Id* listen_parent = nullptr;  // a connection request's listening id
+  Id* listen_parent = nullptr;  // a connection request's listening id (while it lives)
+  bool passive = false;         // made for a connection request
   int backlog = 0;
   cm::Params mine, peer;   // what this side offered and what the peer did
   uint8_t tos = 0;
