@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <random>
 #include <vector>
 
@@ -108,6 +112,33 @@ TEST(Icrc, compute_icrc__covers_addresses_ports_and_id) {
   six.src[10] = 0x77;
   EXPECT_NE(compute_icrc(six, t), b6);
 }
+
+#if defined(__x86_64__)
+// XINUSE (XGETBV with ECX 1): which parts of the extended state are in use, where the CPU can
+// say (CPUID 0Dh.1 EAX bit 2); false if it cannot.
+bool extended_state_in_use(uint64_t& in_use) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(0xd, 1, &a, &b, &c, &d) || !(a & 4)) return false;
+  uint32_t lo, hi;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+  in_use = (uint64_t{hi} << 32) | lo;
+  return true;
+}
+
+// The ICRC of a 4 KiB packet takes ISA-L's widest CRC (AVX-512 where the CPU has it), which
+// returns with the upper halves of the vector registers in use; compute_icrc must not leave
+// them so, or every SSE instruction after it runs in the mixed state (docs/live.md).
+TEST(Icrc, compute_icrc__leaves_no_upper_vector_state) {
+  uint64_t in_use = 0;
+  if (!extended_state_in_use(in_use)) GTEST_SKIP() << "this CPU has no XGETBV 1 (XINUSE)";
+  std::vector<uint8_t> transport(4096, 0x5a);
+  const uint32_t icrc = compute_icrc(v4(), transport);
+  ASSERT_TRUE(extended_state_in_use(in_use));
+  constexpr uint64_t kYmmHi128 = 1u << 2, kZmmHi256 = 1u << 6;
+  EXPECT_EQ(in_use & (kYmmHi128 | kZmmHi256), 0u) << std::hex << in_use;
+  EXPECT_EQ(compute_icrc(v4(), transport), icrc);
+}
+#endif
 
 TEST(Icrc, compute_icrc_ip_packet__rejects_non_udp_and_short) {
   const auto u = packet(v4(), 8);
