@@ -209,6 +209,28 @@ TEST(RdmacmEvents, listen__backlog_counts_unread_requests) {
   p.close();
 }
 
+// The device's address as text, for rdma_getaddrinfo.
+std::string device_host() {
+  char host[INET_ADDRSTRLEN];
+  sockaddr_in me = device_addr(0);
+  inet_ntop(AF_INET, &me.sin_addr, host, sizeof host);
+  return host;
+}
+
+// A synchronous RC listener (rdma_create_ep with RAI_PASSIVE) on the device's address and
+// `port`, listening with a backlog of 1.
+void sync_listener(const char* port, rdma_port_space ps, rdma_cm_id** out) {
+  rdma_addrinfo hints{};
+  hints.ai_flags = RAI_PASSIVE;
+  hints.ai_port_space = ps;
+  hints.ai_qp_type = IBV_QPT_RC;
+  rdma_addrinfo* res = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(device_host().c_str(), port, &hints, &res), 0);
+  ASSERT_EQ(rdma_create_ep(out, res, nullptr, nullptr), 0);
+  rdma_freeaddrinfo(res);
+  ASSERT_EQ(rdma_listen(*out, 1), 0);
+}
+
 // A listener destroyed with a request not yet read takes the request with it, as the kernel's
 // ucma does: the requester is rejected (consumer-defined, 28) and the request's id is gone.
 TEST(RdmacmEvents, destroy_listener__unread_request__rejected_28) {
@@ -226,18 +248,8 @@ TEST(RdmacmEvents, destroy_listener__unread_request__rejected_28) {
 // A request read from a synchronous listener outlives it: migrated to a channel after the
 // listener is gone, it is still rejected on its own.
 TEST(RdmacmEvents, get_request__listener_destroyed__the_request_stays_the_programs) {
-  char host[INET_ADDRSTRLEN];
-  sockaddr_in me = device_addr(0);
-  inet_ntop(AF_INET, &me.sin_addr, host, sizeof host);
-  rdma_addrinfo hints{};
-  hints.ai_flags = RAI_PASSIVE;
-  hints.ai_port_space = RDMA_PS_TCP;
-  rdma_addrinfo* res = nullptr;
-  ASSERT_EQ(rdma_getaddrinfo(host, "7313", &hints, &res), 0);
   rdma_cm_id* listener = nullptr;
-  ASSERT_EQ(rdma_create_ep(&listener, res, nullptr, nullptr), 0);
-  rdma_freeaddrinfo(res);
-  ASSERT_EQ(rdma_listen(listener, 1), 0);
+  ASSERT_NO_FATAL_FAILURE(sync_listener("7313", RDMA_PS_TCP, &listener));
   Pair p;
   ASSERT_NO_FATAL_FAILURE(p.open(0, 7313));
   ASSERT_EQ(rdma_connect(p.client, nullptr), 0);
@@ -257,22 +269,13 @@ TEST(RdmacmEvents, get_request__listener_destroyed__the_request_stays_the_progra
 // A REQ whose transport is not the listener's QP type is refused, as the kernel CMA's
 // cma_ib_check_req_qp_type makes the CM reject it (28): an RC listener, a UC requester.
 TEST(RdmacmEvents, connect__qp_type_other_than_the_listeners__rejected_28) {
-  char host[INET_ADDRSTRLEN];
-  sockaddr_in me = device_addr(0);
-  inet_ntop(AF_INET, &me.sin_addr, host, sizeof host);
-  rdma_addrinfo hints{};
-  hints.ai_flags = RAI_PASSIVE;
-  hints.ai_port_space = RDMA_PS_IB;
-  hints.ai_qp_type = IBV_QPT_RC;
-  rdma_addrinfo* res = nullptr;
-  ASSERT_EQ(rdma_getaddrinfo(host, "7311", &hints, &res), 0);
   rdma_cm_id* listener = nullptr;
-  ASSERT_EQ(rdma_create_ep(&listener, res, nullptr, nullptr), 0);
-  rdma_freeaddrinfo(res);
-  ASSERT_EQ(rdma_listen(listener, 1), 0);
-  hints.ai_flags = 0;
+  ASSERT_NO_FATAL_FAILURE(sync_listener("7311", RDMA_PS_IB, &listener));
+  rdma_addrinfo hints{};
+  hints.ai_port_space = RDMA_PS_IB;
   hints.ai_qp_type = IBV_QPT_UC;
-  ASSERT_EQ(rdma_getaddrinfo(host, "7311", &hints, &res), 0);
+  rdma_addrinfo* res = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(device_host().c_str(), "7311", &hints, &res), 0);
   rdma_cm_id* client = nullptr;
   ibv_qp_init_attr qa = rc_qp_attr();
   ASSERT_EQ(rdma_create_ep(&client, res, nullptr, &qa), 0);
