@@ -6,6 +6,11 @@
 //               20-byte datagrams, received as one UDP_GRO buffer: what vrnic sends
 //   pair_conn   the same from a connected send socket (no route lookup per send; Linux then
 //               numbers the IPv4 IDs from a random start, which the ICRC covers: not usable)
+//   full_ack    a 4 KiB SEND's one full packet (4112 bytes) and the ACK as one UDP_SEGMENT send
+//               of two datagrams: a message that fills its packets, its ACK in the same group
+//   tail_ack    a 4200-byte SEND (a full packet and a 120-byte last one) as one UDP_SEGMENT
+//               send and the ACK as a second message of the same sendmmsg: a short last
+//               packet ends the group, so the receiver takes two datagrams
 // Every receive socket has IP_RECVTOS and UDP_GRO, as vrnic's; sends come from a socket of
 // their own bound to a source port, receives are recvmmsg without blocking, asking for one.
 // Prints the median and the average of half the round trip, in us, per shape and round.
@@ -29,10 +34,31 @@
 
 namespace {
 
-enum class Shape { kSingle, kPktinfo, kPair, kPairConnected };
-constexpr const char* kNames[] = {"single", "pktinfo", "pair", "pair_conn"};
+enum class Shape { kSingle, kPktinfo, kPair, kPairConnected, kFullAck, kTailAck };
+constexpr const char* kNames[] = {"single", "pktinfo", "pair", "pair_conn", "full_ack", "tail_ack"};
 constexpr uint16_t kRxPort = 24791, kTxPort = 24792;
 constexpr size_t kPacket = 20;  // BTH + 4 bytes + ICRC: a 2-byte SEND or an ACK
+constexpr size_t kFull = 4112;  // BTH + 4096 bytes + ICRC: a full packet at a 4 KiB MTU
+constexpr size_t kTail = 120;   // BTH + 104 bytes + ICRC: the last packet of a 4200-byte SEND
+
+// The messages of one sendmmsg: each `len` bytes, cut into datagrams of `seg` (0: one).
+struct Message {
+  size_t seg, len;
+};
+struct Round {
+  Message msgs[2];
+  size_t count;
+  size_t bytes() const { return msgs[0].len + (count > 1 ? msgs[1].len : 0); }
+};
+Round round_of(Shape s) {
+  switch (s) {
+    case Shape::kPair:
+    case Shape::kPairConnected: return {{{kPacket, 2 * kPacket}}, 1};
+    case Shape::kFullAck: return {{{kFull, kFull + kPacket}}, 1};
+    case Shape::kTailAck: return {{{kFull, kFull + kTail}, {0, kPacket}}, 2};
+    default: return {{{0, kPacket}}, 1};
+  }
+}
 
 uint64_t now_ns() {
   timespec t;
@@ -65,7 +91,7 @@ struct End {
   Shape shape;
   int rx, tx;
   sockaddr_in to;
-  uint8_t bytes[2 * kPacket] = {};
+  uint8_t bytes[kFull + kTail] = {};
   uint8_t buf[65536];
   uint8_t control[128];
 
@@ -89,31 +115,36 @@ struct End {
   }
 
   void send() {
-    const bool pair = shape == Shape::kPair || shape == Shape::kPairConnected;
-    iovec iov{bytes, pair ? 2 * kPacket : kPacket};
-    alignas(cmsghdr) uint8_t c[CMSG_SPACE(sizeof(uint16_t))] = {};
-    mmsghdr m{};
-    if (shape != Shape::kPairConnected) {
-      m.msg_hdr.msg_name = &to;
-      m.msg_hdr.msg_namelen = sizeof to;
+    const Round r = round_of(shape);
+    iovec iov[2];
+    alignas(cmsghdr) uint8_t c[2][CMSG_SPACE(sizeof(uint16_t))] = {};
+    mmsghdr m[2] = {};
+    for (size_t i = 0; i < r.count; ++i) {
+      msghdr& h = m[i].msg_hdr;
+      iov[i] = {bytes, r.msgs[i].len};
+      if (shape != Shape::kPairConnected) {
+        h.msg_name = &to;
+        h.msg_namelen = sizeof to;
+      }
+      h.msg_iov = &iov[i];
+      h.msg_iovlen = 1;
+      if (r.msgs[i].seg == 0) continue;
+      h.msg_control = c[i];
+      h.msg_controllen = sizeof c[i];
+      cmsghdr* ch = CMSG_FIRSTHDR(&h);
+      ch->cmsg_level = SOL_UDP;
+      ch->cmsg_type = UDP_SEGMENT;
+      ch->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      const uint16_t seg = static_cast<uint16_t>(r.msgs[i].seg);
+      std::memcpy(CMSG_DATA(ch), &seg, sizeof seg);
     }
-    m.msg_hdr.msg_iov = &iov;
-    m.msg_hdr.msg_iovlen = 1;
-    if (pair) {
-      m.msg_hdr.msg_control = c;
-      m.msg_hdr.msg_controllen = sizeof c;
-      cmsghdr* h = CMSG_FIRSTHDR(&m.msg_hdr);
-      h->cmsg_level = SOL_UDP;
-      h->cmsg_type = UDP_SEGMENT;
-      h->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-      const uint16_t seg = kPacket;
-      std::memcpy(CMSG_DATA(h), &seg, sizeof seg);
-    }
-    if (syscall(SYS_sendmmsg, tx, &m, 1, MSG_DONTWAIT) != 1) std::perror("sendmmsg");
+    if (syscall(SYS_sendmmsg, tx, m, r.count, MSG_DONTWAIT) != static_cast<long>(r.count))
+      std::perror("sendmmsg");
   }
 
+  // Takes datagrams, one a call, until the round's bytes have come.
   void receive() {
-    for (;;) {
+    for (size_t got = 0, want = round_of(shape).bytes(); got < want;) {
       iovec iov{buf, sizeof buf};
       sockaddr_in from;
       mmsghdr m{};
@@ -123,7 +154,7 @@ struct End {
       m.msg_hdr.msg_iovlen = 1;
       m.msg_hdr.msg_control = control;
       m.msg_hdr.msg_controllen = sizeof control;
-      if (syscall(SYS_recvmmsg, rx, &m, 1, MSG_DONTWAIT, nullptr) == 1) return;
+      if (syscall(SYS_recvmmsg, rx, &m, 1, MSG_DONTWAIT, nullptr) == 1) got += m.msg_len;
     }
   }
 };
@@ -159,7 +190,8 @@ int main(int argc, char** argv) {
   std::printf("%-10s %5s %10s %10s   (half round trip, us; %d rounds of %d)\n", "shape",
               "round", "median", "average", rounds, iters);
   for (int r = 0; r < rounds; ++r) {
-    for (Shape s : {Shape::kSingle, Shape::kPktinfo, Shape::kPair, Shape::kPairConnected}) {
+    for (Shape s : {Shape::kSingle, Shape::kPktinfo, Shape::kPair, Shape::kPairConnected,
+                    Shape::kFullAck, Shape::kTailAck}) {
       const pid_t server = fork();
       if (server == 0) {
         run(s, false, iters);
