@@ -1,6 +1,5 @@
 // Tests of ACKs held for the program's answer (Device::receive with hold_acks_ns): what is
-// held, what lets it go and in which order, the deadline and its bound, and ACKs kept past
-// the answers for a peer that sends on without them ("keep__"), over the loop wire.
+// held, what lets it go and in which order, the deadline and its bound, over the loop wire.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -87,24 +86,6 @@ struct AckHold : ::testing::Test {
     Sge sg{b_buf->addr() + 1024, 8, b_buf->mr.lkey};
     ASSERT_EQ(post_send(b, qb, wr_of(WrOpcode::kSend, id, &sg)), 0);
   }
-  // One turn of a ping-pong (a SENDs, b's program answers at once, a takes the answer):
-  // what b sent with its answer. a's completions are counted into a_completions.
-  std::string turn(uint64_t id) {
-    a_sends_to_b(id);
-    sent.clear();
-    b_answers(id);
-    const std::string with_answer = sent;
-    f.wire().deliver_all();
-    a_completions += a.poll().size();
-    return with_answer;
-  }
-  // Turns until b's answer keeps its ACK (a probe): how many carried their ACK before it.
-  size_t turns_to_probe(uint64_t& id) {
-    for (size_t n = 0; n < 2 * kMaxAckProbeGap; ++n)
-      if (turn(id++) == "b:request ") return n;
-    return SIZE_MAX;
-  }
-  size_t a_completions = 0;
 };
 
 TEST_F(AckHold, receive__holding_receive_keeps_its_ack_until_the_answer_which_goes_first) {
@@ -378,92 +359,6 @@ TEST_F(AckHold, modify_qp__a_held_ack_leaves_before_its_qp_changes_state) {
   auto wc = a.poll();
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
-}
-
-// A peer that sends its next request without waiting for the ACK of the last (UCX's unsignaled
-// SENDs): after kFirstAckProbe answers with their ACK, one keeps it (a probe, for at most
-// kAckProbeHoldNs); a's next SEND comes meanwhile, so b keeps its ACKs past the answers from
-// then on: each turn is the answer alone, and one ACK at the hold's deadline covers them.
-TEST_F(AckHold, keep__a_peer_that_sends_on_has_its_acks_kept_past_the_answers) {
-  connect();
-  uint64_t id = 1;
-  EXPECT_EQ(turns_to_probe(id), kFirstAckProbe - 1);
-  const uint64_t probed = f.clock().now_ns();
-  EXPECT_TRUE(b.dev->held_acks_answered());
-  EXPECT_EQ(b.dev->held_acks_deadline(), probed + kAckProbeHoldNs);
-  EXPECT_EQ(b.ctr().acks_kept_past_answers, 1u);
-  a_completions = 0;
-  f.clock().advance(3'000);
-  EXPECT_EQ(turn(id++), "b:request ");  // a sent on: kept again, not a probe
-  f.clock().advance(3'000);
-  a_sends_to_b(id++);  // a request after the last answer: no sign that a waits
-  sent.clear();
-  f.clock().advance_to(probed + kAckProbeHoldNs);
-  b.dev->on_timer();
-  EXPECT_EQ(sent, "b:ack ");  // one ACK for the three SENDs
-  f.wire().deliver_all();
-  a_completions += a.poll().size();
-  EXPECT_EQ(a_completions, 4u);  // the three SENDs and the answer of the turn
-  EXPECT_EQ(b.ctr().ack_holds_expired, 0u);  // answered: not a hold that ran out
-  sent.clear();
-  b_answers(id - 1);  // the hold is over, and b keeps the next one past its answer too
-  EXPECT_EQ(sent, "b:request ");
-}
-
-// A peer that waits for its ACKs sends nothing while the probe keeps one: the ACK leaves at
-// the probe's bound, b's answers carry their ACK again, and the next probe comes after twice
-// as many answers.
-TEST_F(AckHold, keep__a_peer_that_waits_fails_the_probe_and_the_next_comes_twice_as_late) {
-  connect();
-  uint64_t id = 1;
-  EXPECT_EQ(turns_to_probe(id), kFirstAckProbe - 1);
-  const uint64_t probed = f.clock().now_ns();
-  sent.clear();
-  f.clock().advance_to(probed + kAckProbeHoldNs - 1);
-  b.dev->on_timer();
-  EXPECT_EQ(sent, "");
-  f.clock().advance_to(probed + kAckProbeHoldNs);
-  b.dev->on_timer();
-  EXPECT_EQ(sent, "b:ack ");
-  EXPECT_FALSE(b.dev->held_acks_answered());
-  EXPECT_EQ(b.ctr().ack_holds_expired, 0u);
-  f.wire().deliver_all();
-  ASSERT_EQ(a.poll().size(), 1u);  // the probed SEND's completion, at the bound
-  EXPECT_EQ(turns_to_probe(id), 2 * kFirstAckProbe - 1);
-}
-
-// A peer that stops sending on and waits for its ACKs: each of its requests comes only after
-// the kept ACK left at the hold's deadline; kAckKeepMisses such requests in a row, and the
-// answers carry their ACKs again.
-TEST_F(AckHold, keep__requests_that_come_only_after_the_kept_ack_left_end_keeping) {
-  connect();
-  uint64_t id = 1;
-  EXPECT_EQ(turns_to_probe(id), kFirstAckProbe - 1);
-  EXPECT_EQ(turn(id++), "b:request ");  // a sent on: b keeps its ACKs past the answers
-  for (uint32_t miss = 0; miss < kAckKeepMisses; ++miss) {
-    ASSERT_TRUE(b.dev->held_acks_answered());
-    f.clock().advance_to(b.dev->held_acks_deadline());
-    b.dev->on_timer();  // the kept ACK leaves, and only then does a send again
-    f.wire().deliver_all();
-    EXPECT_EQ(turn(id++), miss + 1 < kAckKeepMisses ? "b:request " : "b:request b:ack ");
-  }
-  EXPECT_EQ(b.ctr().ack_holds_expired, 0u);
-}
-
-// A resend while an ACK is kept past the answers: the requester timed out waiting for it (the
-// runtime ran b's timer late), so the ACK goes at once and the answers carry theirs again.
-TEST_F(AckHold, keep__a_resend_ends_keeping) {
-  connect(1);  // a's ACK timeout: 8.192 us
-  uint64_t id = 1;
-  EXPECT_EQ(turns_to_probe(id), kFirstAckProbe - 1);
-  EXPECT_EQ(turn(id++), "b:request ");  // a sent on: b keeps its ACKs
-  sent.clear();
-  f.clock().advance(ack_timeout_ns(1));
-  a.dev->on_timer();  // a resends what is unacknowledged; b's timer has not run
-  f.wire().deliver_all();
-  EXPECT_NE(sent.find("b:ack"), std::string::npos);
-  EXPECT_FALSE(b.dev->held_acks_answered());
-  EXPECT_EQ(turn(id++), "b:request b:ack ");
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace vrnic::engine {
   X(rx_malformed) X(rx_unknown_qp) X(rx_wrong_source) X(rx_bad_state) X(rx_access_errors)  \
   X(rx_auth_ok) X(rx_auth_failed) X(rx_auth_replayed)                                      \
   X(duplicate_atomics_replayed) X(duplicate_reads_replayed) X(cqe_ok) X(cqe_error)        \
-  X(cq_overflows) X(ack_holds_expired) X(acks_kept_past_answers)                           \
+  X(cq_overflows) X(ack_holds_expired)                                                     \
   X(rx_qkey_errors) X(rx_dropped_no_recv) X(rx_uc_dropped) X(rx_mcast_packets)           \
   X(direct_writes) X(direct_reads) X(direct_bytes) X(direct_fallbacks)                    \
   X(tx_gsi) X(rx_gsi)                                                                      \

@@ -201,13 +201,8 @@ class Device {
   // When the held ACKs must leave (on_timer sends them; next_timer_ns() includes it), or
   // UINT64_MAX if none wait.
   uint64_t held_acks_deadline() const;
-  // Sends the held ACKs now; past their deadline, as on_timer would (they ran out unanswered,
-  // unless held_acks_answered()).
+  // Sends the held ACKs now; past their deadline, as on_timer would (they ran out unanswered).
   void release_acks();
-  // A held ACK was kept past the program's answer (its peer sends on without waiting for
-  // it: UCX's unsignaled SENDs, docs/live.md "ACKs kept past the answers"): the hold running
-  // out says nothing of whether the program answers.
-  bool held_acks_answered() const;
   // Sends a 256-byte MAD from QP1 to the GSI of the address in `to` (dst; src is filled in
   // with this device's address): the connection manager's datagrams.
   void send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad);

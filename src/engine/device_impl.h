@@ -78,8 +78,7 @@ struct Device::Impl {
   // Sends the held ACKs now (Device::release_acks; before a QP changes state or goes).
   void release_held_acks() {
     if (core.held_acks_until == 0) return;
-    // The runtime saw it run out.
-    if (core.now() >= core.held_acks_until && !held_acks_answered()) note_unanswered();
+    if (core.now() >= core.held_acks_until) note_unanswered();  // the runtime saw it run out
     flush_acks();
     core.send_tx();
     core.tx_mark = core.ctr.tx_packets;
@@ -94,7 +93,7 @@ struct Device::Impl {
   // only ACKs holds them (until hold_acks_ns from now, within each QP's ACK timeout), and a
   // call that makes no packet and no ACK leaves them held. Anything else lets them go, after
   // the packets this call made (the program's answer first: its peer, waiting for the ACK,
-  // then has the answer too), but ACKs kept past the answer (keep_through_answer).
+  // then has the answer too).
   void settle_acks() {
     const bool sent = core.ctr.tx_packets != core.tx_mark;
     const bool new_acks = core.acks_queued != core.acks_mark;
@@ -102,55 +101,9 @@ struct Device::Impl {
     if (holds && !sent) release_unanswered();
     const bool waiting = std::any_of(core.ack_pending.begin(), core.ack_pending.end(),
                                      [](const Qp* qp) { return qp->resp.ack_pending; });
-    if (!waiting || !holds) return flush_acks();
-    if (sent) {
-      if (core.hold_acks_ns != 0) return flush_acks();  // a receive that made packets
-      if (!keep_through_answer()) return;
-    }
+    if (!waiting || sent || !holds) return flush_acks();
     if (core.held_acks_until == 0) core.held_acks_until = core.now() + ack_hold_bound();
     core.note_deadline(core.held_acks_until);
-  }
-  // The program answered (the call sent packets): each held ACK leaves after the answer,
-  // but on a QP whose peer sends on without waiting for it (ack_through_answers), or on a
-  // probe for such a peer (every answers_to_probe answers on the QP, kept at most
-  // kAckProbeHoldNs). Only ACKs of messages the program is told of (SENDs, immediates) are
-  // kept: WRITEs without immediate keep their own rules (release_unanswered). Returns true
-  // if an ACK stays held.
-  bool keep_through_answer() {
-    if (core.held_acks_until == 0) {
-      flush_acks();
-      return false;
-    }
-    const uint64_t now = core.now();
-    bool kept = false, probe = false;
-    auto gone = std::remove_if(core.ack_pending.begin(), core.ack_pending.end(), [&](Qp* qp) {
-      ResponderState& r = qp->resp;
-      if (r.ack_pending && !r.ack_duplicate && !r.ack_unseen && awaits_ack(*qp) &&
-          (r.ack_through_answers || --r.answers_to_probe == 0)) {
-        probe |= !r.ack_through_answers;
-        if (!r.ack_through_answers) r.answers_to_probe = r.ack_probe_gap;
-        r.ack_kept = true;
-        r.ack_kept_since_request = true;
-        ++core.ctr.acks_kept_past_answers;
-        kept = true;
-        return false;
-      }
-      responder_flush_ack(core, *qp);
-      return true;
-    });
-    core.ack_pending.erase(gone, core.ack_pending.end());
-    if (!kept) {
-      core.held_acks_until = 0;
-      return false;
-    }
-    if (probe) core.held_acks_until = std::min(core.held_acks_until, now + kAckProbeHoldNs);
-    return true;
-  }
-  // True if a held ACK was kept past the program's answer: its running out is no sign that
-  // the program does not answer.
-  bool held_acks_answered() const {
-    return std::any_of(core.ack_pending.begin(), core.ack_pending.end(),
-                       [](const Qp* qp) { return qp->resp.ack_pending && qp->resp.ack_kept; });
   }
   // The ACKs of messages the program is not told of go now on a QP whose program left the
   // last such hold unanswered, or whose own packets await the peer's ACK (both sides put and

@@ -194,8 +194,6 @@ uint64_t Device::held_acks_deadline() const {
 
 void Device::release_acks() { impl_->release_held_acks(); }
 
-bool Device::held_acks_answered() const { return impl_->held_acks_answered(); }
-
 void Device::send_gsi(const wire::IpUdpInfo& to, std::span<const uint8_t, 256> mad) {
   gsi_send(impl_->core, to, mad);
   impl_->finish();
@@ -227,7 +225,7 @@ void Device::on_timer() {
   Core& c = d.core;
   const uint64_t now = c.now();
   if (c.held_acks_until != 0 && c.held_acks_until <= now) {
-    if (!d.held_acks_answered()) d.note_unanswered();
+    d.note_unanswered();
     d.flush_acks();
   }
   std::vector<Qp*>& due = d.timer_due;

@@ -106,16 +106,6 @@ struct RequesterState {
   uint32_t direct_pending = 0;
 };
 
-// Held ACKs kept past the program's answers (ResponderState::ack_through_answers): the first
-// probe comes after kFirstAckProbe answers, each that fails doubles the gap up to
-// kMaxAckProbeGap; a probe keeps the ACK at most kAckProbeHoldNs past the answer (more than
-// a round trip); kAckKeepMisses requests in a row that came only after the kept ACK had left
-// end the keeping.
-inline constexpr uint32_t kFirstAckProbe = 64;
-inline constexpr uint32_t kMaxAckProbeGap = 65536;
-inline constexpr uint64_t kAckProbeHoldNs = 50'000;
-inline constexpr uint32_t kAckKeepMisses = 2;
-
 struct ResponderState {
   bool started = false;  // loaded at INIT -> RTR (epsn is the receive PSN from then)
   uint32_t epsn = 0;  // expected PSN
@@ -130,20 +120,6 @@ struct ResponderState {
   bool ack_duplicate = false;    // it answers a duplicate: the requester is resending, never held
   bool unseen_answered = true;   // their ACKs may be held (false after one ran out unanswered)
   uint64_t unseen_at_ns = 0;     // the last message taken, if unseen and not yet answered
-  // Held ACKs through the program's answers (Device::Impl::keep_through_answer): a peer
-  // that sends its next request without waiting for this QP's ACK (UCX's unsignaled SENDs)
-  // has its ACKs kept past the answers until the hold's deadline, so that each turn of a
-  // ping-pong is one datagram, not the answer and an ACK; a probe now and then (an ACK
-  // kept past one answer, at most kAckProbeHoldNs) finds such a peer: its next request
-  // comes while the ACK is kept. A peer that waits for its ACKs sends only after the kept
-  // ACK has left (a miss).
-  bool ack_through_answers = false;  // keep this QP's held ACK past the program's answers
-  bool ack_kept = false;             // the pending ACK was kept past an answer
-  bool ack_kept_since_request = false;  // and no request came since that answer
-  bool ack_left_before_request = false; // a kept ACK left before the next request came
-  uint32_t ack_keep_misses = 0;      // requests in a row that came only after it left
-  uint32_t answers_to_probe = kFirstAckProbe;  // answers until the next probe
-  uint32_t ack_probe_gap = kFirstAckProbe;     // answers between probes
 
   // The message in progress (multi-packet SEND or WRITE).
   enum class Op : uint8_t { kNone, kSend, kWrite } op = Op::kNone;

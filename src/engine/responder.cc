@@ -2,7 +2,6 @@
 // moves, READ and atomic execution through the ACK queue, ACK coalescing and NAK generation.
 #include "engine/responder.h"
 
-#include <algorithm>
 #include <cerrno>
 
 #include <cstring>
@@ -151,27 +150,6 @@ void no_receive(Core& c, Qp& qp, uint32_t psn) {
   drop_message(c, qp, &Counters::rx_dropped_no_recv);
 }
 
-// A request after the program's answer: one that came while the ACK was kept past the answer
-// shows a peer that sends on without it (ACKs are kept past the answers from then on); one
-// that came only after the kept ACK had left, a peer that may wait for it: a probe failed,
-// or one miss more of kAckKeepMisses. Either way back to ACKs with the answers, the next
-// probe twice as late (a peer that waits for some messages and not others pays less and
-// less often).
-void note_request_after_answer(ResponderState& s) {
-  if (s.ack_kept_since_request) {
-    s.ack_through_answers = true;
-    s.ack_keep_misses = 0;
-  } else if (s.ack_left_before_request &&
-             (!s.ack_through_answers || ++s.ack_keep_misses >= kAckKeepMisses)) {
-    s.ack_through_answers = false;
-    s.ack_keep_misses = 0;
-    s.ack_probe_gap = std::min(s.ack_probe_gap * 2, kMaxAckProbeGap);
-    s.answers_to_probe = s.ack_probe_gap;
-  }
-  s.ack_kept_since_request = false;
-  s.ack_left_before_request = false;
-}
-
 // A request packet taken: RC's expected PSN moves on (UC's moved when it came) and an ACK is
 // coalesced if the requester asked for one.
 void accept(Core& c, Qp& qp, const wire::Packet& p, uint32_t span) {
@@ -182,7 +160,6 @@ void accept(Core& c, Qp& qp, const wire::Packet& p, uint32_t span) {
   const wire::OpcodeInfo& info = wire::opcode_info(p.bth.opcode);
   const bool seen = info.kind == wire::OpKind::kSend || info.has(wire::kHasImm);
   s.unseen_at_ns = seen ? 0 : c.now();
-  note_request_after_answer(s);
   if (p.bth.ack_req) queue_ack(c, qp, seen);
 }
 
@@ -448,7 +425,6 @@ void on_duplicate(Core& c, Qp& qp, const wire::Packet& p) {
       // of nothing, and the requester is resending: the ACK is never held.
       queue_ack(c, qp, false);
       s.ack_duplicate = true;
-      s.ack_through_answers = false;  // it waited for the ACK, and timed out
       return;
     case wire::OpKind::kReadRequest: {
       AckEntry* e = s.ack_queue.find(p.bth.psn);
@@ -528,10 +504,6 @@ const Pd* responder_recv_pd(const Qp& qp) { return qp.srq != nullptr ? qp.srq->p
 
 void responder_flush_ack(Core& c, Qp& qp) {
   if (!qp.resp.ack_pending) return;
-  // A kept ACK leaving before the peer's next request: that request tells whether it waited.
-  qp.resp.ack_left_before_request = qp.resp.ack_kept_since_request;
-  qp.resp.ack_kept_since_request = false;
-  qp.resp.ack_kept = false;
   qp.resp.ack_pending = false;
   qp.resp.ack_duplicate = false;
   if (qp.state() == QpState::kErr || qp.state() == QpState::kReset) return;

@@ -39,7 +39,6 @@ DeviceView LiveNic::Impl::view() const {
   v.next_timer_ns = device->next_timer_ns();
   v.tx_queued = device->tx_queued();
   v.direct_queued = device->direct_queued();
-  v.acks_answered = device->held_acks_answered();
   return v;
 }
 
@@ -53,8 +52,7 @@ void LiveNic::Impl::kick() {
 
 void LiveNic::Impl::flush(uint64_t now) {
   device->flush_tx();
-  if (sched().acks_due(now, device->held_acks_deadline(), device->held_acks_answered()))
-    device->release_acks();
+  if (sched().acks_due(now, device->held_acks_deadline())) device->release_acks();
 }
 
 void LiveNic::Impl::deliver(std::span<const engine::WirePacket> packets, uint64_t now,

@@ -35,7 +35,7 @@ Scheduler::CallEnd Scheduler::on_call_end(uint64_t end, uint64_t held_acks_deadl
          !last_app_ns_.compare_exchange_weak(entry, end, std::memory_order_relaxed)) {
   }
   CallEnd e;
-  e.release_acks = acks_due(end, held_acks_deadline, v.acks_answered);  // no answer in time
+  e.release_acks = acks_due(end, held_acks_deadline);  // no answer came in time
   // Held-back packets or copies: the program's next call sends them, or a deferring thread
   // at its next look; a sleeping one must be woken.
   if (v.tx_queued || v.direct_queued) e.kick = kick_unless_deferring();
@@ -97,9 +97,9 @@ bool Scheduler::on_end_deferral() {
   return deferring();
 }
 
-bool Scheduler::acks_due(uint64_t now, uint64_t held_acks_deadline, bool answered) {
+bool Scheduler::acks_due(uint64_t now, uint64_t held_acks_deadline) {
   if (held_acks_deadline == kNever || now < held_acks_deadline) return false;
-  if (!answered) pattern_.on_hold_expired();
+  pattern_.on_hold_expired();
   return true;
 }
 

@@ -67,7 +67,6 @@ struct DeviceView {
   bool tx_queued = false;                // a doorbell batch waits in the device
   bool direct_queued = false;            // direct copies wait (a burst)
   bool pending_tx = false;               // the engine holds work back without a timer
-  bool acks_answered = false;            // held ACKs were kept past an answer
 };
 
 class Scheduler {
@@ -128,9 +127,8 @@ class Scheduler {
   // A receive at `now` made packets (sent, or ACKs held).
   void on_receive_made_packets(uint64_t now) { pattern_.on_receive_made_packets(now); }
   // At a flush point: true if held ACKs are due (they leave; the prediction ends, since the
-  // program did not answer in time, unless `answered`: the ACK was kept past the program's
-  // answer, Device::held_acks_answered).
-  bool acks_due(uint64_t now, uint64_t held_acks_deadline, bool answered = false);
+  // program did not answer in time).
+  bool acks_due(uint64_t now, uint64_t held_acks_deadline);
 
   // ---- the progress thread ----------------------------------------------------------------
   struct Defer {

@@ -227,21 +227,6 @@ TEST(Scheduler, ack_hold__held_acks_leave_at_their_deadline_and_the_prediction_e
   EXPECT_EQ(s.ack_hold_for_receive(), 250 * kUs);
 }
 
-// An ACK kept past the program's answer (its peer sends on without it) runs out as a matter
-// of course: the program did answer, so the prediction stands.
-TEST(Scheduler, ack_hold__acks_kept_past_an_answer_leave_at_their_deadline_and_holding_goes_on) {
-  Scheduler s(timing());
-  exchange(s, kT, 10 * kUs);
-  const uint64_t deadline = kT + 100 * kUs + 20 * kUs;
-  EXPECT_TRUE(s.acks_due(deadline, deadline, /*answered=*/true));
-  EXPECT_EQ(s.ack_hold_for_receive(), 250 * kUs);
-  DeviceView v;
-  v.acks_answered = true;
-  s.on_call_start(deadline + 1, false);
-  EXPECT_TRUE(s.on_call_end(deadline + 1, deadline, v).release_acks);
-  EXPECT_EQ(s.ack_hold_for_receive(), 250 * kUs);
-}
-
 TEST(Scheduler, ack_hold__a_call_that_ends_past_the_deadline_releases_them) {
   Scheduler s(timing());
   s.on_call_start(kT, false);
