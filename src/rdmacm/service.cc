@@ -40,7 +40,8 @@ bool address_of(ibv_context* ctx, cm::Endpoint& out) {
   return true;
 }
 
-// A CM parameter from the environment (VRNIC_CM_RESPONSE_TIMEOUT, VRNIC_CM_RETRIES).
+// A CM parameter from the environment (VRNIC_CM_RESPONSE_TIMEOUT, VRNIC_CM_RETRIES,
+// VRNIC_CM_ACK_TIMEOUT).
 uint8_t env_u8(const char* name, uint8_t dflt, uint8_t max) {
   const char* v = std::getenv(name);
   if (!v || !*v) return dflt;
@@ -68,6 +69,11 @@ void trace(const char* dir, const uint8_t* mad) {
 }
 
 }  // namespace
+
+uint8_t default_ack_timeout() {
+  static const uint8_t t = env_u8("VRNIC_CM_ACK_TIMEOUT", 17, 31);
+  return t;
+}
 
 struct Service::Port : cm::MadPort {
   ibv_context* ctx = nullptr;

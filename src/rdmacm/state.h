@@ -26,6 +26,11 @@ inline constexpr uint32_t kUdpQkey = 0x01234567;
 
 struct Id;
 
+// The local ACK timeout exponent of a connection's QPs unless the program sets one:
+// VRNIC_CM_ACK_TIMEOUT, else 17 (4.096 us x 2^17 = 537 ms), the kernel CMA's on RoCE: a
+// packet lifetime of 16 (CMA_IBOE_PACKET_LIFETIME since Linux 6.2, 18 before) plus one.
+uint8_t default_ack_timeout();
+
 // An event as the program sees it, with the private data it points to (freed on ack).
 struct EventBox {
   rdma_cm_event ev{};
@@ -66,7 +71,7 @@ struct Id {
   uint8_t tos = 0;
   bool reuseaddr = false, afonly = false;
   bool afonly_set = false;  // RDMA_OPTION_ID_AFONLY given; else bind sets it from the family
-  uint8_t ack_timeout = 14;
+  uint8_t ack_timeout = default_ack_timeout();  // rdma_set_ack_timeout changes it
   int pending_events = 0;  // delivered, not yet acknowledged
   bool port_held = false;  // its source port is in Service::port_owners
   bool disconnected = false;  // DISCONNECTED was delivered: TIMEWAIT_EXIT may follow

@@ -38,6 +38,9 @@ def case_cm_rping(r, name, spec, port, timeout):
     # the defaults make each round take seconds of waiting, and a DREQ lost at the end of a
     # round is then resent only after the peer's RC retries of its last message ran out.
     r.env["VRNIC_CM_RESPONSE_TIMEOUT"] = "14"
+    # The QPs' ACK timeout likewise (the RDMA CM's default is 537 ms): each lost last packet
+    # of a message waits for it.
+    r.env["VRNIC_CM_ACK_TIMEOUT"] = "14"
     for i in range(spec["rounds"]):
         faults = lambda k: f"{spec['faults']},seed={100 * i + k}"
         server = r.start(f"{name}.{i}.server", ["rping", "-s", "-a", "127.0.0.1", "-C", "10",
@@ -75,6 +78,7 @@ def case_cm_nft(r, name, spec, port, timeout):
     of the CM's MADs on each side's ingress (data packets untouched): rping rounds, or
     ucmatose's 20 connections, all complete; the rules hit and the CM resent MADs."""
     r.env["VRNIC_CM_RESPONSE_TIMEOUT"] = "14"  # as cm_rping: 67 ms, not 4.3 s, per resend
+    r.env["VRNIC_CM_ACK_TIMEOUT"] = "14"  # and the QPs' ACK timeout, not 537 ms
     problems, total = [], {}
     with Nft({"loss": 2000, "dup": 500}, match=CM_MADS) as n:
         a, b = n.addr[0], n.addr[1]
