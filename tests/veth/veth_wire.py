@@ -128,7 +128,10 @@ def start_pair(veth, vrnic, server, client, tmp, tag):
             rc = "timeout"
         if rc != 0:
             problems.append(f"{tag} {name}: exit {rc}")
-    return problems, [open(x).read() for x in logs]
+    texts = [open(x).read() for x in logs]
+    if problems:  # the server's own words too: a failed case otherwise shows the client's only
+        print(f"----- {tag} server (failed pair) -----\n" + "\n".join(texts[0].splitlines()[-40:]))
+    return problems, texts
 
 
 def check_counters(tag, texts):
