@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Soak: a mixed load on vrnic for N minutes, every byte and atomic result checked, every
-process's resident memory, open descriptors and threads sampled each minute.
+process's resident memory, open descriptors and threads sampled every 5 s.
 
   bench/soak.py --minutes N [--bin build/release/bin] [--json FILE]
 
@@ -21,9 +21,10 @@ its own (127.0.3.x):
 
 Fails (exit 1) on any round that does not end as it must, on growth over ten minutes or more
 (a long-lived process's RSS by more than 10 % + 8 MiB, any more descriptors or threads, from its first sample after a
-minute to its last; for programs that come and go, the same between the median of their
-first and last minutes' samples), or on counters files left by exited programs. Prints a
-table per minute and a summary; --json writes the samples.
+minute to its last; for programs that come and go, the mean of their samples in the first
+ten minutes against the last ten: RSS by 10 % + 8 MiB, descriptors by 2, threads by 1), or
+on counters files left by exited programs. Samples every 5 s (--sample), prints a table
+per minute (--interval) and a summary; --json writes the samples.
 """
 import argparse
 import json
@@ -216,16 +217,19 @@ def proc_table(root):
     return out
 
 
-def sampler(soak, samples, interval):
+def sampler(soak, samples, interval, every):
+    """A sample of every process each `every` seconds, a table of it each `interval`."""
     t0 = time.time()
-    next_at = t0 + min(interval, 20)
+    next_at, print_at = t0 + min(every, 20), t0 + min(interval, 20)
     while not soak.stop.wait(max(0.0, next_at - time.time())):
         rows = proc_table(os.getpid())
         samples.append({"t": round(time.time() - t0), "procs": {
             str(pid): {"name": n, "start": s, "rss_kb": r, "fds": f, "threads": th}
             for pid, (n, s, r, f, th) in rows.items()}})
-        print_minute(samples[-1], soak)
-        next_at += interval
+        if time.time() >= print_at:
+            print_minute(samples[-1], soak)
+            print_at += interval
+        next_at += every
         if time.time() >= soak.end:
             return
 
@@ -277,13 +281,15 @@ def growth(samples):
         if b["threads"] > a["threads"]:
             problems.append(f"{a['name']} pid {pid}: threads {a['threads']} -> {b['threads']}")
     # Programs that come and go: their samples in the first GROWTH_SPAN_S of the run against
-    # those in the last, medians. One sample a minute catches each short-lived process at
-    # some point of its life (connecting, moving data, closing: an rping client has 4 or 5
-    # threads, a data client 8 to 48 MiB), so the windows are long and the counts may differ
-    # by one thread and two descriptors; what grows from process to process (state that
-    # outlives them) grows past that over an hour. The long-lived ones (sampled over a
-    # minute or more, judged above) are left out: their first sample, before their first
-    # client, would stand for the whole first window.
+    # those in the last, means. A sample catches each short-lived process at some point of
+    # its life (connecting, moving data, closing: an rping client has 4 or 5 threads, a data
+    # client 8 to 48 MiB), so one window's counts are a mix of phases; over a window's ~120
+    # samples (one each 5 s) its mean is steady, where a median of such a mix can jump from
+    # one phase's value to another's (a run sampled once a minute had the integrity clients'
+    # median at 27.3 MiB in its first ten minutes and 40.8 in its last, their range 8-48 in
+    # both). What grows from process to process (state that outlives them) moves the mean.
+    # The long-lived ones (sampled over a minute or more, judged above) are left out: their
+    # first sample, before their first client, would stand for the whole first window.
     long_lived = {k for k, pts in series.items() if pts[-1][0] - pts[0][0] >= 60}
     by_name = {}
     for s in samples:
@@ -296,15 +302,15 @@ def growth(samples):
         last = [p for t, p in pts if t > end - GROWTH_SPAN_S]
         if not first or not last:
             continue
-        med = lambda ps, k: statistics.median(p[k] for p in ps)
-        a = {k: med(first, k) for k in ("rss_kb", "fds", "threads")}
-        b = {k: med(last, k) for k in ("rss_kb", "fds", "threads")}
-        table.append((f"{name} (all, median)", pts[0][0], pts[-1][0], a, b))
+        mean = lambda ps, k: round(statistics.fmean(p[k] for p in ps), 1)
+        a = {k: mean(first, k) for k in ("rss_kb", "fds", "threads")}
+        b = {k: mean(last, k) for k in ("rss_kb", "fds", "threads")}
+        table.append((f"{name} (all, mean)", pts[0][0], pts[-1][0], a, b))
         if end - pts[0][0] < 2 * GROWTH_SPAN_S:
             continue
         if b["rss_kb"] > a["rss_kb"] * 1.10 + 8192 or b["fds"] > a["fds"] + 2 \
                 or b["threads"] > a["threads"] + 1:
-            problems.append(f"{name}: median {a} -> {b}")
+            problems.append(f"{name}: mean of {len(first)} / {len(last)} samples {a} -> {b}")
     return problems, table
 
 
@@ -324,7 +330,8 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--bin", default=os.path.join(here, "../build/release/bin"))
     ap.add_argument("--minutes", type=float, default=3)
-    ap.add_argument("--interval", type=float, default=60, help="seconds between samples")
+    ap.add_argument("--interval", type=float, default=60, help="seconds between tables")
+    ap.add_argument("--sample", type=float, default=5, help="seconds between samples")
     ap.add_argument("--json", help="write the samples and results here")
     a = ap.parse_args()
     soak = Soak(os.path.abspath(a.bin), a.minutes)
@@ -336,7 +343,7 @@ def main():
              for n in ("rc", "cm", "ud", "rsocket", "mpi")]
     for t in loops:
         t.start()
-    sampler(soak, samples, a.interval)
+    sampler(soak, samples, a.interval, a.sample)
     for t in loops:
         t.join(timeout=600)
     soak.stop.set()
