@@ -17,7 +17,7 @@ using namespace vrnic::rdmacm;
 RDMACM_EXPORT rdma_event_channel* rdma_create_event_channel() {
   Service& s = Service::get();
   if (!s.ok()) {
-    errno = ENODEV;
+    errno = s.failure();
     return nullptr;
   }
   auto* ch = new Channel();

@@ -324,5 +324,25 @@ TEST(RdmacmEventsDeathTest, ack__twice_aborts) {
       "acknowledged already");
 }
 
+// A VRNIC_CM_* setting that is not a value it takes: the CM does not start, its calls fail
+// with EINVAL and stderr names the setting (as the device refuses its VRNIC_* settings).
+TEST(RdmacmEventsDeathTest, bad_setting_refuses_the_cm) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: settings read once
+  EXPECT_EXIT(
+      {
+        setenv("VRNIC_CM_ACK_TIMEOUT", "fast", 1);
+        errno = 0;
+        const bool refused = rdma_create_event_channel() == nullptr && errno == EINVAL;
+        rdma_cm_id* id = nullptr;
+        errno = 0;
+        const bool id_refused = rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP) == -1 &&
+                                errno == EINVAL && id == nullptr;
+        std::exit(refused && id_refused ? 7 : 1);
+      },
+      testing::ExitedWithCode(7),
+      "vrnic librdmacm: VRNIC_CM_ACK_TIMEOUT: 'fast' is not a timeout exponent from 0 to 31; "
+      "the RDMA CM does not start");
+}
+
 }  // namespace
 }  // namespace vrnic::rdmacm::test

@@ -181,7 +181,7 @@ RDMACM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** out, 
                                  rdma_port_space ps) {
   if (!out) return fail(EINVAL);
   Service& s = Service::get();
-  if (!s.ok()) return fail(ENODEV);
+  if (!s.ok()) return fail(s.failure());
   if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB) {
     return fail(EINVAL);
   }

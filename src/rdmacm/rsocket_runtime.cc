@@ -62,7 +62,7 @@ Runtime::Runtime() {
 
 Ptr Runtime::create(int type) {
   if (!channel_ || !Service::get().ok()) {
-    errno = ENODEV;
+    errno = Service::get().ok() ? ENODEV : Service::get().failure();
     return nullptr;
   }
   auto s = std::make_shared<Socket>();

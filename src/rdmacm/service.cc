@@ -14,6 +14,7 @@
 
 #include "abi/vrnic_private.h"
 #include "cm/counters.h"
+#include "rdmacm/settings.h"
 #include "rdmacm/state.h"
 #include "wire/gid.h"
 
@@ -40,22 +41,7 @@ bool address_of(ibv_context* ctx, cm::Endpoint& out) {
   return true;
 }
 
-// A CM parameter from the environment (VRNIC_CM_RESPONSE_TIMEOUT, VRNIC_CM_RETRIES,
-// VRNIC_CM_ACK_TIMEOUT).
-uint8_t env_u8(const char* name, uint8_t dflt, uint8_t max) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return dflt;
-  const long n = std::strtol(v, nullptr, 0);
-  return static_cast<uint8_t>(std::clamp<long>(n, 0, max));
-}
-
-bool debug() {
-  static const bool on = [] {
-    const char* v = std::getenv("VRNIC_CM_DEBUG");
-    return v && *v && *v != '0';
-  }();
-  return on;
-}
+bool debug() { return process_settings().debug; }
 
 // VRNIC_CM_DEBUG=1: one line per MAD on stderr (direction, attribute, transaction ID).
 void trace(const char* dir, const uint8_t* mad) {
@@ -70,10 +56,7 @@ void trace(const char* dir, const uint8_t* mad) {
 
 }  // namespace
 
-uint8_t default_ack_timeout() {
-  static const uint8_t t = env_u8("VRNIC_CM_ACK_TIMEOUT", 17, 31);
-  return t;
-}
+uint8_t default_ack_timeout() { return process_settings().ack_timeout; }
 
 struct Service::Port : cm::MadPort {
   ibv_context* ctx = nullptr;
@@ -90,6 +73,13 @@ Service& Service::get() {
 }
 
 Service::Service() {
+  std::string bad;
+  const Settings& settings = process_settings(&bad);
+  if (!bad.empty()) {
+    std::fprintf(stderr, "vrnic librdmacm: %s; the RDMA CM does not start\n", bad.c_str());
+    refused_ = EINVAL;
+    return;
+  }
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list && n > 0) ctx_ = ibv_open_device(list[0]);
@@ -103,8 +93,8 @@ Service::Service() {
   ibv_query_device(ctx_, &attr);
   cm::Config cfg;
   cfg.ca_guid = be64toh(attr.node_guid);
-  cfg.cm_response_timeout = env_u8("VRNIC_CM_RESPONSE_TIMEOUT", cfg.cm_response_timeout, 31);
-  cfg.max_cm_retries = env_u8("VRNIC_CM_RETRIES", cfg.max_cm_retries, 15);
+  cfg.cm_response_timeout = settings.response_timeout;
+  cfg.max_cm_retries = settings.retries;
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   cfg.seed = static_cast<uint32_t>(ts.tv_nsec ^ (getpid() << 16));

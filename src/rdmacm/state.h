@@ -4,6 +4,7 @@
 #include <rdma/rdma_verbs.h>
 
 #include <array>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -26,9 +27,8 @@ inline constexpr uint32_t kUdpQkey = 0x01234567;
 
 struct Id;
 
-// The local ACK timeout exponent of a connection's QPs unless the program sets one:
-// VRNIC_CM_ACK_TIMEOUT, else 17 (4.096 us x 2^17 = 537 ms), the kernel CMA's on RoCE: a
-// packet lifetime of 16 (CMA_IBOE_PACKET_LIFETIME since Linux 6.2, 18 before) plus one.
+// The local ACK timeout exponent of a connection's QPs unless the program sets one
+// (VRNIC_CM_ACK_TIMEOUT, settings.h).
 uint8_t default_ack_timeout();
 
 // An event as the program sees it, with the private data it points to (freed on ack).
@@ -93,6 +93,9 @@ class Service {
  public:
   static Service& get();  // opens the device on first use; check ok()
   bool ok() const { return ctx_ != nullptr; }
+  // The errno of a call that needs the CM when !ok(): ENODEV (no vrnic device) or EINVAL
+  // (a VRNIC_CM_* setting was refused, with a message on stderr).
+  int failure() const { return refused_; }
   ibv_context* context() const { return ctx_; }
   const cm::Endpoint& address() const { return addr_; }
   ibv_pd* default_pd();
@@ -129,6 +132,7 @@ class Service {
 
   struct Port;
   ibv_context* ctx_ = nullptr;
+  int refused_ = ENODEV;
   ibv_pd* pd_ = nullptr;
   ibv_xrcd* xrcd_ = nullptr;
   cm::Endpoint addr_;
