@@ -1,8 +1,8 @@
 // vrnic-guard: outlives a vrnic process and sends the DREQs of its connections if it dies.
 //
 // Started by the process's CM (src/rdmacm/guard_link.cc) on its first established connection,
-// with one end of a stream socket pair: `vrnic-guard --fd N`. It detaches (its first process
-// exits at once, so the program never waits on it), reads the process's keep/drop records
+// with one end of a stream socket pair: `vrnic-guard --fd N`, already detached (an orphan,
+// so the program never waits on it), it reads the process's keep/drop records
 // until the stream ends, which is when the process has exited, exec'd or been killed, and
 // then sends the DREQ of every connection still kept, from the process's address, as the
 // kernel's CM does for a killed process (each three times: guard/farewells.h). A process that
@@ -126,12 +126,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int fd = std::atoi(argv[2]);
-  // Detached: the starting process reaps this first one at once; the guard lives on beside
-  // it. Signals meant for the program's process group (^C) leave the guard to do its part.
-  const pid_t child = fork();
-  if (child < 0) return 1;
-  if (child > 0) return 0;
+  // Started detached (an orphan: librdmacm's guard_link.cc), with every signal blocked; a
+  // session of its own, so that signals meant for the program's process group (^C) leave the
+  // guard to do its part.
   setsid();
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   signal(SIGHUP, SIG_IGN);

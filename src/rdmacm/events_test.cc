@@ -1,4 +1,6 @@
 // The RDMA CM's events as the kernel CMA + librdmacm deliver them: which side gets which, their status, what they carry, the QP's state after them.
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -322,6 +324,31 @@ TEST(RdmacmEventsDeathTest, ack__twice_aborts) {
         rdma_ack_cm_event(ev);
       },
       "acknowledged already");
+}
+
+// The CM guard starts on the first established connection and the program sees nothing of
+// it: no SIGCHLD (a program thread that had one would leave epoll_wait with EINTR, as
+// libfabric's fi_eq_sread did) and no child to wait for.
+TEST(RdmacmEventsDeathTest, guard_start_sends_the_program_no_signal) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: the guard not started
+  EXPECT_EXIT(
+      {
+        setenv("VRNIC_CM_GUARD", VRNIC_TEST_GUARD, 1);
+        static volatile sig_atomic_t chld = 0;
+        struct sigaction sa {};
+        sa.sa_handler = [](int) { chld = chld + 1; };
+        sigaction(SIGCHLD, &sa, nullptr);
+        Pair p;
+        p.open(7330, 7330);
+        p.establish();
+        if (::testing::Test::HasFatalFailure()) std::exit(2);
+        usleep(200 * 1000);  // time for a signal to come
+        const bool no_child = waitpid(-1, nullptr, WNOHANG | __WALL) == -1 && errno == ECHILD;
+        p.close();
+        std::fprintf(stderr, "SIGCHLD %d, no child %d\n", int(chld), int(no_child));
+        std::exit(chld == 0 && no_child ? 7 : 1);
+      },
+      testing::ExitedWithCode(7), "SIGCHLD 0, no child 1");
 }
 
 // A VRNIC_CM_* setting that is not a value it takes: the CM does not start, its calls fail
