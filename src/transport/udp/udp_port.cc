@@ -274,17 +274,35 @@ uint16_t UdpPort::source_port_for(uint32_t qpn) {
   return options_.port;
 }
 
-int UdpPort::send_fd_for(uint16_t src_port) {
-  if (src_port == options_.port) return rxq_[0].fd;
-  for (const auto& s : pool_)
-    if (s.fd >= 0 && s.port == src_port) return s.fd;
-  for (const auto& s : extra_)
-    if (s.port == src_port) return s.fd;
+UdpPort::SendSocket* UdpPort::sender_for(uint16_t src_port) {
+  if (src_port == options_.port) {
+    rx_sender_.port = src_port;
+    rx_sender_.fd = rxq_[0].fd;
+    return &rx_sender_;
+  }
+  for (auto& s : pool_)
+    if (s.fd >= 0 && s.port == src_port) return &s;
+  for (auto& s : extra_)
+    if (s.port == src_port) return s.fd >= 0 ? &s : nullptr;
   // A port the engine chose itself: bind one for it (or remember that it cannot be had).
   int err = 0;
-  SendSocket s{src_port, open_socket(src_port, err)};
-  extra_.push_back(s);
-  return s.fd;
+  extra_.push_back({src_port, open_socket(src_port, err)});
+  return extra_.back().fd >= 0 ? &extra_.back() : nullptr;
+}
+
+// A socket's first send sets its IP_TOS (IPV6_TCLASS) to the first packet's: a QP's packets
+// and ACKs share their traffic class and ECN marking, and a source port is a QP's, so they
+// then leave with no IP_TOS control message, which the kernel parses on every send (0.06 us
+// of a polled ping-pong's half round trip: docs/live.md, "Where a polled ping-pong's half
+// round trip goes"). A packet with another TOS still carries its own. Linux keeps the ECN
+// bits given to a datagram socket.
+void UdpPort::take_tos(SendSocket& s, std::span<const engine::WirePacket> run) {
+  const bool v6 = options_.address.ipv6;
+  const int tos = run.empty() ? 0 : run[0].tos;
+  s.tos = tos == 0 || set_int(s.fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_TCLASS : IP_TOS,
+                              tos) == 0
+              ? tos
+              : 0;
 }
 
 // ---- send ---------------------------------------------------------------------------------
@@ -332,11 +350,12 @@ void UdpPort::send(std::span<const engine::WirePacket> batch) {
     while (j < batch.size() && j - i < RecvBatch::kMaxBatch &&
            batch[j].ip.src_port == batch[i].ip.src_port)
       ++j;
-    int fd = send_fd_for(batch[i].ip.src_port);
-    if (fd < 0) {
+    SendSocket* s = sender_for(batch[i].ip.src_port);
+    if (s == nullptr) {
       tx_stats_.tx_dropped += j - i;
     } else {
-      send_run(fd, batch.subspan(i, j - i));
+      if (s->tos < 0) take_tos(*s, batch.subspan(i, j - i));
+      send_run(*s, batch.subspan(i, j - i));
     }
     i = j;
   }
@@ -366,7 +385,8 @@ size_t UdpPort::gso_group_end(std::span<const engine::WirePacket> run, size_t k)
   return end;
 }
 
-void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
+void UdpPort::send_run(SendSocket& s, std::span<const engine::WirePacket> run) {
+  const int fd = s.fd;
   const size_t n = run.size();
   sockaddr_storage names[RecvBatch::kMaxBatch];
   // Two iovecs per packet at most: an IPv4 GSO segment after the first sends its body and
@@ -420,7 +440,7 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
     h.msg_control = control[m];
     h.msg_controllen = kSendCmsgBytes;
     cmsghdr* c = CMSG_FIRSTHDR(&h);
-    if (p.tos != 0) {  // DSCP/ECN per packet (ECT marks for congestion control)
+    if (p.tos != s.tos) {  // DSCP/ECN other than the socket's (ECT marks, traffic class)
       c->cmsg_level = p.ip.ipv6 ? IPPROTO_IPV6 : IPPROTO_IP;
       c->cmsg_type = p.ip.ipv6 ? IPV6_TCLASS : IP_TOS;
       c->cmsg_len = CMSG_LEN(sizeof(int));
@@ -471,7 +491,7 @@ void UdpPort::send_run(int fd, std::span<const engine::WirePacket> run) {
       std::span<const engine::WirePacket> rest = run;
       size_t skip = 0;
       for (size_t q = 0; q < done; ++q) skip += pkts_in[q];
-      send_run(fd, rest.subspan(skip));
+      send_run(s, rest.subspan(skip));
       return;
     }
     // This message cannot go (EMSGSIZE, unreachable...): drop it, as a wire would.

@@ -125,6 +125,9 @@ class UdpPort final : public engine::PacketPort {
   struct SendSocket {
     uint16_t port = 0;
     int fd = -1;
+    // The socket's own IP_TOS / IPV6_TCLASS, set to the first packet's at its first send
+    // (-1: not yet): packets with it carry no control message for it (send_run).
+    int tos = -1;
   };
 
   // One receive socket and what receiving on it keeps: written only by the thread reading
@@ -145,8 +148,9 @@ class UdpPort final : public engine::PacketPort {
   int open_queues(int& err);
   int recv_datagrams(RecvBatch& batch, size_t queue);
   bool read_header(const msghdr& h, engine::WirePacket& p, size_t& gro_size) const;
-  int send_fd_for(uint16_t src_port);
-  void send_run(int fd, std::span<const engine::WirePacket> run);
+  SendSocket* sender_for(uint16_t src_port);  // null: no socket for the port
+  void take_tos(SendSocket& s, std::span<const engine::WirePacket> run);
+  void send_run(SendSocket& s, std::span<const engine::WirePacket> run);
   std::span<const engine::WirePacket> grouped_by_port(std::span<const engine::WirePacket> batch);
   void debug(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
   size_t gso_group_end(std::span<const engine::WirePacket> run, size_t k) const;
@@ -174,6 +178,7 @@ class UdpPort final : public engine::PacketPort {
   std::vector<uint16_t> ports_seen_;           // grouped_by_port's ports, first seen first
   std::vector<SendSocket> pool_;     // indexed by hash bucket; fd -1 until first use
   std::vector<SendSocket> extra_;    // sockets for source ports outside the pool
+  SendSocket rx_sender_;             // receive queue 0's socket, when it sends (not owned)
   UdpPortStats tx_stats_;  // the send side's counts (received ones are per queue)
 };
 

@@ -117,6 +117,41 @@ TEST(UdpPort, send__batch_arrives_with_addresses_ports_and_tos) {
   EXPECT_EQ(b->stats().rx_packets, 5u);
 }
 
+// A send socket takes the TOS of the first packet it sends as its own (no control message for
+// it from then on); packets with any other TOS, 0 included, still leave with theirs.
+TEST(UdpPort, send__socket_takes_its_first_tos_and_others_keep_their_own) {
+  auto a = open_port(kA), b = open_port(kB);
+  ASSERT_TRUE(a && b);
+  const uint16_t sport = a->source_port_for(0x12);
+  const uint8_t tos[] = {0x02, 0x02, 0x00, 0xBA /* DSCP 46, ECT(0) */, 0x02, 0x00, 0x03};
+  const size_t n = sizeof tos;
+  std::vector<std::vector<uint8_t>> payloads;
+  // Growing sizes: no two form a segmentation-offload group (whose later ICRCs the port
+  // rewrites for their IP IDs), so each arrives as sent.
+  for (size_t i = 0; i < n; ++i) payloads.push_back(std::vector<uint8_t>(30 + 10 * i, uint8_t(i)));
+  for (size_t round = 0; round < 2; ++round) {  // the second round: the socket's TOS is set
+    std::vector<engine::WirePacket> batch;
+    for (size_t i = 0; i < n; ++i) batch.push_back(packet_to(*a, *b, sport, payloads[i], tos[i]));
+    a->send(batch);
+    auto got = receive_n(*b, n);
+    ASSERT_EQ(got.size(), n) << round;
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(got[i].p.tos, tos[i]) << round << " " << i;
+      EXPECT_EQ(got[i].bytes, payloads[i]);
+    }
+  }
+  // A socket whose first packet had TOS 0 sends a marked packet after it with its marking.
+  const uint16_t other = a->source_port_for(0x99);
+  ASSERT_NE(other, sport);
+  a->send(std::vector<engine::WirePacket>{packet_to(*a, *b, other, payloads[1], 0x00),
+                                          packet_to(*a, *b, other, payloads[2], 0x02)});
+  auto got = receive_n(*b, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].p.tos, 0x00);
+  EXPECT_EQ(got[1].p.tos, 0x02);
+  EXPECT_EQ(a->stats().tx_dropped, 0u);
+}
+
 TEST(UdpPort, receive__pktinfo_reports_the_header_destination) {
   // A socket bound to 0.0.0.0 still reports the address the packet was sent to.
   UdpPortOptions o;
@@ -500,6 +535,13 @@ TEST(UdpPort, send__ipv6_loopback) {
   EXPECT_EQ(got[0].p.ip.src_port, sport);
   EXPECT_EQ(got[0].p.tos, 0x01);
   EXPECT_EQ(got[0].bytes, bytes);
+  // The socket now has traffic class 0x01 of its own; a packet with 0 still leaves with 0.
+  a->send(std::vector<engine::WirePacket>{packet_to(*a, *b, sport, bytes, 0x00),
+                                          packet_to(*a, *b, sport, bytes, 0x01)});
+  got = receive_n(*b, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].p.tos, 0x00);
+  EXPECT_EQ(got[1].p.tos, 0x01);
 }
 
 TEST(PcapWriter, write_packet__sent_and_received_frames_land_in_the_file) {
