@@ -291,11 +291,12 @@ UdpPort::SendSocket* UdpPort::sender_for(uint16_t src_port) {
 }
 
 // A socket's first send sets its IP_TOS (IPV6_TCLASS) to the first packet's: a QP's packets
-// and ACKs share their traffic class and ECN marking, and a source port is a QP's, so they
-// then leave with no IP_TOS control message, which the kernel parses on every send (0.06 us
-// of a polled ping-pong's half round trip: docs/live.md, "Where a polled ping-pong's half
-// round trip goes"). A packet with another TOS still carries its own. Linux keeps the ECN
-// bits given to a datagram socket.
+// and ACKs share their traffic class and ECN marking and leave from one source port (QPs
+// whose numbers hash to the same socket of the pool share it), so they then leave with no
+// IP_TOS control message, which the kernel parses on every send (0.06 us of a polled
+// ping-pong's half round trip: docs/live.md, "Where a polled ping-pong's half round trip
+// goes"). A packet with another TOS still carries its own. Linux keeps the ECN bits given to
+// a datagram socket.
 void UdpPort::take_tos(SendSocket& s, std::span<const engine::WirePacket> run) {
   const bool v6 = options_.address.ipv6;
   const int tos = run.empty() ? 0 : run[0].tos;
