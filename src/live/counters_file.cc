@@ -213,9 +213,9 @@ bool read_counters_file(const std::string& path, CountersSnapshot& out) {
   return ok;
 }
 
-std::vector<CountersSnapshot> read_all_counters(pid_t only_pid) {
+std::vector<CountersSnapshot> read_all_counters(pid_t only_pid, const char* dir) {
   std::vector<CountersSnapshot> out;
-  DIR* d = opendir(kCountersDir);
+  DIR* d = opendir(dir);
   if (!d) return out;
   while (dirent* e = readdir(d)) {
     std::string name = e->d_name;
@@ -223,7 +223,7 @@ std::vector<CountersSnapshot> read_all_counters(pid_t only_pid) {
     pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 6, nullptr, 10));
     if (pid <= 0 || (only_pid && pid != only_pid)) continue;
     CountersSnapshot s;
-    if (!read_counters_file(std::string(kCountersDir) + "/" + name, s) || s.pid != pid) continue;
+    if (!read_counters_file(std::string(dir) + "/" + name, s) || s.pid != pid) continue;
     // Stale: the program died (and maybe another process now has its number).
     if (writer_gone(pid, s.proc_start_ticks)) continue;
     out.push_back(std::move(s));
@@ -246,8 +246,8 @@ bool unlink_if_same(const std::string& path, int fd) {
   return unlink(path.c_str()) == 0;
 }
 
-size_t remove_stale_counters_files() {
-  DIR* d = opendir(kCountersDir);
+size_t remove_stale_counters_files(const char* dir) {
+  DIR* d = opendir(dir);
   if (!d) return 0;
   size_t removed = 0;
   const uid_t me = geteuid();
@@ -257,7 +257,7 @@ size_t remove_stale_counters_files() {
     if (name.rfind("vrnic.", 0) != 0) continue;
     const long pid = std::strtol(name.c_str() + 6, &end, 10);
     if (pid <= 0 || end == name.c_str() + 6 || *end != '.') continue;  // not vrnic.<pid>.<dev>
-    const std::string path = std::string(kCountersDir) + "/" + name;
+    const std::string path = std::string(dir) + "/" + name;
     const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     struct stat st;

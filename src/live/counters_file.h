@@ -119,7 +119,8 @@ struct CountersSnapshot {
 bool read_counters_file(const std::string& path, CountersSnapshot& out);
 // Every counters file of a live process, optionally only those of one pid. Stale files are
 // skipped: their pid is dead, or now names a process started later than the file's writer.
-std::vector<CountersSnapshot> read_all_counters(pid_t only_pid = 0);
+std::vector<CountersSnapshot> read_all_counters(pid_t only_pid = 0,
+                                                const char* dir = kCountersDir);
 
 // A process's start in clock ticks since boot (/proc/<pid>/stat field 22); 0 if unreadable.
 uint64_t process_start_ticks(pid_t pid);
@@ -132,8 +133,9 @@ bool writer_gone(pid_t pid, uint64_t start_ticks);
 // Removes the counters files of programs that exited without closing their device (killed,
 // crashed): `vrnic.<pid>.<device>` files of kCountersDir whose writer is gone (writer_gone).
 // Only files this user may remove are looked at (/dev/shm is sticky). Called when a device
-// opens. Returns how many were removed.
-size_t remove_stale_counters_files();
+// opens. Returns how many were removed. `dir`: where to look (tests give one of their own, out
+// of the way of the devices other processes open meanwhile, which clean kCountersDir).
+size_t remove_stale_counters_files(const char* dir = kCountersDir);
 
 // Unlinks `path` if it is still the file open as `fd` (a new file of a reused pid may have
 // replaced it since it was read). True if unlinked.

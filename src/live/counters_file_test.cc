@@ -97,31 +97,67 @@ TEST(CountersFile, remove__unlinks) {
   EXPECT_EQ(f.counters(), nullptr);
 }
 
-TEST(ReadAllCounters, stale_file_of_a_dead_pid__is_skipped) {
+// A directory of a test's own for the files of dead writers: every device another process
+// opens meanwhile (the other tests run in parallel) removes the stale files of kCountersDir,
+// so a dead writer's file left there may be gone before the test looks. The writers still
+// create their files in kCountersDir and move them here, whole, while they live.
+struct PrivateDir {
+  std::string path;
+  PrivateDir() {
+    char name[] = "/dev/shm/vrnic-test-XXXXXX";  // not a vrnic.<pid>.<device> name
+    path = mkdtemp(name) ? name : "";
+  }
+  ~PrivateDir() {
+    if (!path.empty()) rmdir(path.c_str());
+  }
+  std::string file_of(const std::string& counters_file) const {
+    return path + counters_file.substr(counters_file.rfind('/'));
+  }
+};
+
+// A file left as a killed program leaves it: the writer (a forked child) created it, moved it
+// into `dir` and exited. Returns its path there.
+std::string leave_file_of_dead_child(const PrivateDir& dir, const char* device) {
   pid_t child = fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
-    // Leave the file behind, as a killed program would.
     auto* f = new CountersFile();
-    _exit(f->create("vrnicstale", "127.0.0.10", "dead") == 0 ? 0 : 1);
+    const bool ok = f->create(device, "127.0.0.15", "dead") == 0 &&
+                    rename(f->path().c_str(), dir.file_of(f->path()).c_str()) == 0;
+    _exit(ok ? 0 : 1);
   }
   int status = 0;
   waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  std::string stale = counters_path(child, "vrnicstale");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return dir.file_of(counters_path(child, device));
+}
+
+// A live file of this process seen in `dir` too (a second name for it).
+std::string link_into(const PrivateDir& dir, const CountersFile& f) {
+  const std::string there = dir.file_of(f.path());
+  EXPECT_EQ(link(f.path().c_str(), there.c_str()), 0) << there;
+  return there;
+}
+
+TEST(ReadAllCounters, stale_file_of_a_dead_pid__is_skipped) {
+  PrivateDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string stale = leave_file_of_dead_child(dir, "vrnicstale");
   ASSERT_EQ(access(stale.c_str(), F_OK), 0);
 
   CountersFile mine;
   ASSERT_EQ(mine.create("vrnicalive", "127.0.0.11", "alive"), 0);
+  const std::string mine_there = link_into(dir, mine);
   bool saw_mine = false, saw_stale = false;
-  for (const auto& s : read_all_counters()) {
-    saw_mine |= s.path == mine.path();
+  for (const auto& s : read_all_counters(0, dir.path.c_str())) {
+    saw_mine |= s.path == mine_there;
     saw_stale |= s.path == stale;
   }
   EXPECT_TRUE(saw_mine);
   EXPECT_FALSE(saw_stale);
-  EXPECT_EQ(read_all_counters(getpid()).size(), 1u);
+  EXPECT_EQ(read_all_counters(getpid(), dir.path.c_str()).size(), 1u);
+  EXPECT_EQ(read_all_counters(getpid()).size(), 1u);  // kCountersDir: this process's one file
   unlink(stale.c_str());
+  unlink(mine_there.c_str());
 }
 
 TEST(ReadAllCounters, pid_reused_by_a_later_process__file_is_skipped) {
@@ -149,42 +185,38 @@ TEST(CountersFile, create__file_is_the_owners_only) {
   EXPECT_EQ(st.st_uid, geteuid());
 }
 
-// A file left as a killed program leaves it: the writer (a forked child) has exited.
-std::string leave_file_of_dead_child(const char* device) {
-  pid_t child = fork();
-  if (child == 0) {
-    auto* f = new CountersFile();
-    _exit(f->create(device, "127.0.0.15", "dead") == 0 ? 0 : 1);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  return counters_path(child, device);
-}
-
 TEST(RemoveStaleCountersFiles, dead_writer__file_removed_live_ones_kept) {
-  const std::string stale = leave_file_of_dead_child("vrnicgone");
+  PrivateDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string stale = leave_file_of_dead_child(dir, "vrnicgone");
   ASSERT_EQ(access(stale.c_str(), F_OK), 0);
   CountersFile mine;
   ASSERT_EQ(mine.create("vrnichere", "127.0.0.16", "here"), 0);
-  EXPECT_GE(remove_stale_counters_files(), 1u);
+  const std::string mine_there = link_into(dir, mine);
+  EXPECT_EQ(remove_stale_counters_files(dir.path.c_str()), 1u);
   EXPECT_NE(access(stale.c_str(), F_OK), 0);
-  EXPECT_EQ(access(mine.path().c_str(), F_OK), 0);  // its writer (this process) lives
-  EXPECT_EQ(remove_stale_counters_files(), 0u);
+  EXPECT_EQ(access(mine_there.c_str(), F_OK), 0);  // its writer (this process) lives
+  EXPECT_EQ(remove_stale_counters_files(dir.path.c_str()), 0u);
+  unlink(mine_there.c_str());
 }
 
 TEST(RemoveStaleCountersFiles, pid_reused__file_removed) {
-  // The file's header says an earlier process with this pid wrote it.
+  // The file's header says an earlier process with this pid wrote it: moved into a directory
+  // of the test's own first, so that no other process's device removes it before the test.
+  PrivateDir dir;
+  ASSERT_FALSE(dir.path.empty());
   CountersFile old;
   ASSERT_EQ(old.create("vrnicreuse", "127.0.0.17", "old"), 0);
+  const std::string there = dir.file_of(old.path());
+  ASSERT_EQ(rename(old.path().c_str(), there.c_str()), 0);
   const uint64_t earlier = process_start_ticks(getpid()) - 1;
-  int fd = open(old.path().c_str(), O_WRONLY | O_CLOEXEC);
+  int fd = open(there.c_str(), O_WRONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(pwrite(fd, &earlier, sizeof earlier, offsetof(CountersFileHeader, proc_start_ticks)),
             static_cast<ssize_t>(sizeof earlier));
   close(fd);
-  EXPECT_GE(remove_stale_counters_files(), 1u);
-  EXPECT_NE(access(old.path().c_str(), F_OK), 0);
+  EXPECT_EQ(remove_stale_counters_files(dir.path.c_str()), 1u);
+  EXPECT_NE(access(there.c_str(), F_OK), 0);
 }
 
 TEST(RemoveStaleCountersFiles, file_being_created_by_a_live_writer__kept) {
