@@ -85,15 +85,15 @@ std::string DirectWindow::path_for(bool ipv6, const std::array<uint8_t, 16>& ip)
   return s;
 }
 
-size_t DirectWindow::remove_stale_tables() {
-  DIR* d = opendir("/dev/shm");
+size_t DirectWindow::remove_stale_tables(const char* dir) {
+  DIR* d = opendir(dir);
   if (d == nullptr) return 0;
   size_t removed = 0;
   const uid_t me = geteuid();
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name.rfind("vrnic.direct.", 0) != 0) continue;
-    const std::string path = "/dev/shm/" + name;
+    const std::string path = std::string(dir) + "/" + name;
     const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     struct stat st {};

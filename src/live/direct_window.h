@@ -31,7 +31,8 @@ class DirectWindow final : public engine::DirectLink {
   static std::string path_for(bool ipv6, const std::array<uint8_t, 16>& ip);
   // Removes the tables of devices whose process exited without closing them (killed), in
   // any namespace: the owner pid is gone or reused. Only this user's files. Returns how many.
-  static size_t remove_stale_tables();
+  // `dir`: where to look (a test's own, out of the way of the devices other processes open).
+  static size_t remove_stale_tables(const char* dir = "/dev/shm");
 
   void publish_mr(const engine::DirectMr& mr) override;
   void retract_mr(uint32_t key) override;
