@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "live/shm_test_dir.h"
+
 namespace vrnic::live {
 namespace {
 
@@ -97,27 +99,9 @@ TEST(CountersFile, remove__unlinks) {
   EXPECT_EQ(f.counters(), nullptr);
 }
 
-// A directory of a test's own for the files of dead writers: every device another process
-// opens meanwhile (the other tests run in parallel) removes the stale files of kCountersDir,
-// so a dead writer's file left there may be gone before the test looks. The writers still
-// create their files in kCountersDir and move them here, whole, while they live.
-struct PrivateDir {
-  std::string path;
-  PrivateDir() {
-    char name[] = "/dev/shm/vrnic-test-XXXXXX";  // not a vrnic.<pid>.<device> name
-    path = mkdtemp(name) ? name : "";
-  }
-  ~PrivateDir() {
-    if (!path.empty()) rmdir(path.c_str());
-  }
-  std::string file_of(const std::string& counters_file) const {
-    return path + counters_file.substr(counters_file.rfind('/'));
-  }
-};
-
 // A file left as a killed program leaves it: the writer (a forked child) created it, moved it
 // into `dir` and exited. Returns its path there.
-std::string leave_file_of_dead_child(const PrivateDir& dir, const char* device) {
+std::string leave_file_of_dead_child(const ShmTestDir& dir, const char* device) {
   pid_t child = fork();
   if (child == 0) {
     auto* f = new CountersFile();
@@ -132,14 +116,14 @@ std::string leave_file_of_dead_child(const PrivateDir& dir, const char* device) 
 }
 
 // A live file of this process seen in `dir` too (a second name for it).
-std::string link_into(const PrivateDir& dir, const CountersFile& f) {
+std::string link_into(const ShmTestDir& dir, const CountersFile& f) {
   const std::string there = dir.file_of(f.path());
   EXPECT_EQ(link(f.path().c_str(), there.c_str()), 0) << there;
   return there;
 }
 
 TEST(ReadAllCounters, stale_file_of_a_dead_pid__is_skipped) {
-  PrivateDir dir;
+  ShmTestDir dir;
   ASSERT_FALSE(dir.path.empty());
   const std::string stale = leave_file_of_dead_child(dir, "vrnicstale");
   ASSERT_EQ(access(stale.c_str(), F_OK), 0);
@@ -186,7 +170,7 @@ TEST(CountersFile, create__file_is_the_owners_only) {
 }
 
 TEST(RemoveStaleCountersFiles, dead_writer__file_removed_live_ones_kept) {
-  PrivateDir dir;
+  ShmTestDir dir;
   ASSERT_FALSE(dir.path.empty());
   const std::string stale = leave_file_of_dead_child(dir, "vrnicgone");
   ASSERT_EQ(access(stale.c_str(), F_OK), 0);
@@ -203,7 +187,7 @@ TEST(RemoveStaleCountersFiles, dead_writer__file_removed_live_ones_kept) {
 TEST(RemoveStaleCountersFiles, pid_reused__file_removed) {
   // The file's header says an earlier process with this pid wrote it: moved into a directory
   // of the test's own first, so that no other process's device removes it before the test.
-  PrivateDir dir;
+  ShmTestDir dir;
   ASSERT_FALSE(dir.path.empty());
   CountersFile old;
   ASSERT_EQ(old.create("vrnicreuse", "127.0.0.17", "old"), 0);

@@ -2,6 +2,7 @@
 #include "live/direct_window_test_support.h"
 
 #include "live/counters_file.h"
+#include "live/shm_test_dir.h"
 
 namespace vrnic::live {
 namespace {
@@ -71,14 +72,11 @@ TEST_F(DirectWindowTest, create__replaces_a_stale_file_at_the_address) {
   EXPECT_GT(st.st_size, 4);
 }
 
-// The killed owner's table is moved into a directory of the test's own while the owner lives:
-// a device another test opens meanwhile removes the stale tables of /dev/shm, and may take it
-// before this test looks. The live tables are linked there too.
+// The killed owner's table is moved into a directory of the test's own while the owner lives
+// (ShmTestDir says why); the live tables are linked there too.
 TEST_F(DirectWindowTest, remove_stale_tables__table_of_a_killed_owner_goes_live_ones_stay) {
-  char name[] = "/dev/shm/vrnic-test-XXXXXX";  // not a vrnic.direct. name
-  ASSERT_NE(mkdtemp(name), nullptr);
-  const std::string dir = name;
-  auto there = [&](const std::string& path) { return dir + path.substr(path.rfind('/')); };
+  const ShmTestDir dir;
+  ASSERT_FALSE(dir.path.empty());
   const Ip ip = address(204);
   const std::string left = DirectWindow::path_for(false, ip);
   pid_t child = fork();
@@ -86,22 +84,21 @@ TEST_F(DirectWindowTest, remove_stale_tables__table_of_a_killed_owner_goes_live_
   if (child == 0) {  // creates its table and dies without closing it, as kill -9 would
     int err = 0;
     const bool ok = DirectWindow::create(false, ip, err) != nullptr &&
-                    rename(left.c_str(), there(left).c_str()) == 0;
+                    rename(left.c_str(), dir.file_of(left).c_str()) == 0;
     _exit(ok ? 0 : 1);
   }
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  ASSERT_TRUE(file_exists(there(left)));
+  ASSERT_TRUE(file_exists(dir.file_of(left)));
   for (const std::string& live : {resp_->path(), req_->path()})
-    ASSERT_EQ(link(live.c_str(), there(live).c_str()), 0) << live;
-  EXPECT_EQ(DirectWindow::remove_stale_tables(dir.c_str()), 1u);
-  EXPECT_FALSE(file_exists(there(left)));
-  EXPECT_TRUE(file_exists(there(resp_->path())));  // this process's own tables stay
-  EXPECT_TRUE(file_exists(there(req_->path())));
-  EXPECT_EQ(DirectWindow::remove_stale_tables(dir.c_str()), 0u);
-  for (const std::string& live : {resp_->path(), req_->path()}) unlink(there(live).c_str());
-  rmdir(dir.c_str());
+    ASSERT_EQ(link(live.c_str(), dir.file_of(live).c_str()), 0) << live;
+  EXPECT_EQ(DirectWindow::remove_stale_tables(dir.path.c_str()), 1u);
+  EXPECT_FALSE(file_exists(dir.file_of(left)));
+  EXPECT_TRUE(file_exists(dir.file_of(resp_->path())));  // this process's own tables stay
+  EXPECT_TRUE(file_exists(dir.file_of(req_->path())));
+  EXPECT_EQ(DirectWindow::remove_stale_tables(dir.path.c_str()), 0u);
+  for (const std::string& live : {resp_->path(), req_->path()}) unlink(dir.file_of(live).c_str());
 }
 
 // Keys are random names: two live regions may share a home slot. Both are found.
