@@ -171,6 +171,7 @@ std::unique_ptr<UdpPort> UdpPort::open(const UdpPortOptions& options, int& err) 
     IpAddress ignored;
     IpAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&sa), ignored, &p->options_.port);
   }
+  p->rx_sender_ = {p->options_.port, fd};  // the receive socket, for sends from its port
   p->gso_ = options.offload;
   p->granted_rcvbuf_ = get_int(fd, SOL_SOCKET, SO_RCVBUF);
   p->debug("udp %s:%u: %zu receive queue(s), SO_RCVBUF asked %d granted %d, SO_SNDBUF "
@@ -275,11 +276,7 @@ uint16_t UdpPort::source_port_for(uint32_t qpn) {
 }
 
 UdpPort::SendSocket* UdpPort::sender_for(uint16_t src_port) {
-  if (src_port == options_.port) {
-    rx_sender_.port = src_port;
-    rx_sender_.fd = rxq_[0].fd;
-    return &rx_sender_;
-  }
+  if (src_port == options_.port) return &rx_sender_;
   for (auto& s : pool_)
     if (s.fd >= 0 && s.port == src_port) return &s;
   for (auto& s : extra_)
