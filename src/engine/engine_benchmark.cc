@@ -7,6 +7,10 @@
 //   BM_Write64      64 B RDMA WRITEs, 1 in 64 signaled: data packets/s per core
 //   BM_Write64K     64 KiB RDMA WRITEs (16 packets of 4 KiB each): bytes/s per core
 //   BM_Send64       64 B SENDs into posted receives: data packets/s per core
+//   BM_PingPong8    8 B inline SENDs answered by SENDs, one at a time, each ACK held for
+//                   the answer (as the live runtime holds it for ib_send_lat or UCX's
+//                   am_lat): the engine's share of a ping-pong's round trip (both ends'
+//                   posts, receives and polls), time per round trip
 //
 // req_side_pkts/s and resp_side_pkts/s: the same data packets over the CPU time of each
 // end's engine calls alone — the rate of one end with a core of its own, as in two
@@ -57,7 +61,7 @@ class MemPort : public PacketPort {
 
   // Delivers everything queued to `to`, in batches of up to 64 (recvmmsg-sized).
   // Returns the number of packets delivered.
-  size_t deliver(Device& to) {
+  size_t deliver(Device& to, uint64_t hold_acks_ns = 0) {
     if (used_ == 0) return 0;
     std::swap(slots_, in_flight_);
     size_t n = used_;
@@ -65,7 +69,8 @@ class MemPort : public PacketPort {
     pkts_.resize(n);
     for (size_t i = 0; i < n; ++i) pkts_[i] = WirePacket{in_flight_[i].ip, 0, in_flight_[i].bytes};
     for (size_t i = 0; i < n; i += 64)
-      to.receive(std::span<const WirePacket>(pkts_.data() + i, std::min<size_t>(64, n - i)));
+      to.receive(std::span<const WirePacket>(pkts_.data() + i, std::min<size_t>(64, n - i)),
+                 hold_acks_ns);
     return n;
   }
   uint64_t packets() const { return packets_; }
@@ -252,9 +257,59 @@ void BM_Write64(benchmark::State& state) { run_bench(state, 64, WrOpcode::kRdmaW
 void BM_Write64K(benchmark::State& state) { run_bench(state, 65536, WrOpcode::kRdmaWrite); }
 void BM_Send64(benchmark::State& state) { run_bench(state, 64, WrOpcode::kSend); }
 
+// One side's half of a ping-pong: its message arrives (the peer's held ACK with it), it
+// takes the receive completion and its own send's, reposts the receive and answers.
+// Returns the completions found.
+int answer(Side& me, Side& peer, const SendWr& wr, const RecvWr& rwr) {
+  constexpr uint64_t kHold = 1'000'000'000;  // the clock never moves: held until the answer
+  peer.port.deliver(me.dev, kHold);
+  WorkCompletion wc[4];
+  int got = me.dev.poll_cq(me.cq, wc, 4);
+  for (int i = 0; i < got; ++i)
+    if (wc[i].status != WcStatus::kSuccess) return -1;
+  size_t bad = 0;
+  if (me.dev.post_recv(me.qp, &rwr, 1, &bad) != 0) return -1;
+  if (me.dev.post_send(me.qp, &wr, 1, &bad) != 0) return -1;
+  return got;
+}
+
+void BM_PingPong8(benchmark::State& state) {
+  Pair p(4096);
+  Sge sa{reinterpret_cast<uint64_t>(p.a.buf.data()), 8, p.a.mr.lkey};
+  Sge sb{reinterpret_cast<uint64_t>(p.b.buf.data()), 8, p.b.mr.lkey};
+  SendWr wa, wb;
+  wa.sg_list = &sa;
+  wb.sg_list = &sb;
+  wa.num_sge = wb.num_sge = 1;
+  wa.send_flags = wb.send_flags = uint32_t(kSendSignaled) | uint32_t(kSendInline);
+  Sge ra{reinterpret_cast<uint64_t>(p.a.buf.data()) + 64, 64, p.a.mr.lkey};
+  Sge rb{reinterpret_cast<uint64_t>(p.b.buf.data()) + 64, 64, p.b.mr.lkey};
+  RecvWr rwa{0, &ra, 1}, rwb{0, &rb, 1};
+  size_t bad = 0;
+  for (int i = 0; i < 64; ++i) {
+    p.a.dev.post_recv(p.a.qp, &rwa, 1, &bad);
+    p.b.dev.post_recv(p.b.qp, &rwb, 1, &bad);
+  }
+  p.a.dev.post_send(p.a.qp, &wa, 1, &bad);
+  int64_t completions = 0;
+  for (auto _ : state) {
+    const int b = answer(p.b, p.a, wb, rwb), a = answer(p.a, p.b, wa, rwa);
+    if (a < 0 || b < 0) {
+      state.SkipWithError("a work request failed");
+      return;
+    }
+    completions += a + b;
+  }
+  // Each side takes a receive and a send completion per round trip once warm.
+  state.counters["cqes/rtt"] = double(completions) / double(state.iterations());
+  state.counters["pkts/rtt"] =
+      double(p.a.port.packets() + p.b.port.packets()) / double(state.iterations());
+}
+
 BENCHMARK(BM_Write64)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Write64K)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Send64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PingPong8)->Unit(benchmark::kNanosecond);
 
 }  // namespace
 }  // namespace vrnic::engine

@@ -9,7 +9,7 @@ wire::IcrcVerdict IcrcPeers::verify(const WirePacket& pkt) {
   if (!checked_) return wire::IcrcVerdict::kOk;
   // IPv6 has no identification field, and a known ID needs no solving: check as is.
   if (pkt.ip.ipv6 || pkt.ip.ip_id_known) return wire::verify_icrc(pkt.ip, pkt.data);
-  Sender& s = senders_[key_of(pkt.ip)];
+  Sender& s = sender(key_of(pkt.ip));
   if (s.zero_id) return verify_zero_id(pkt);
   wire::IcrcVerdict v = wire::verify_icrc(pkt.ip, pkt.data);
   if (v == wire::IcrcVerdict::kOk) {

@@ -20,6 +20,9 @@ class IcrcPeers {
   // (transport::UdpPort sends at most 64 segments per group).
   static constexpr uint16_t kGroupIds = 64;
 
+  IcrcPeers() = default;
+  IcrcPeers(const IcrcPeers&) = delete;  // holds a pointer into its own map
+  IcrcPeers& operator=(const IcrcPeers&) = delete;
   wire::IcrcVerdict verify(const WirePacket& pkt);
   void set_checked(bool on) { checked_ = on; }  // false: every packet kOk (DeviceConfig::icrc)
   bool is_zero_id_sender(const wire::IpUdpInfo& ip) const;
@@ -36,7 +39,18 @@ class IcrcPeers {
   static uint32_t key_of(const wire::IpUdpInfo& ip) {
     return static_cast<uint32_t>(ip.src[0]) << 24 | ip.src[1] << 16 | ip.src[2] << 8 | ip.src[3];
   }
+  // The sender of `key`, the last one looked up first: a burst's packets, and a ping-pong's,
+  // come from one peer (the map's nodes stay where they are, so the pointer stays good).
+  Sender& sender(uint32_t key) {
+    if (last_ == nullptr || last_key_ != key) {
+      last_ = &senders_[key];
+      last_key_ = key;
+    }
+    return *last_;
+  }
   std::unordered_map<uint32_t, Sender, KeyHash> senders_;
+  Sender* last_ = nullptr;
+  uint32_t last_key_ = 0;
   bool checked_ = true;
 };
 
