@@ -7,6 +7,8 @@
 #include <cpuid.h>
 #endif
 
+#include <zlib.h>
+
 #include <random>
 #include <vector>
 
@@ -69,6 +71,40 @@ TEST(Icrc, compute_icrc__matches_whole_packet_form) {
       uint32_t c = 0;
       ASSERT_TRUE(compute_icrc_ip_packet(std::span(f).subspan(14), c));
       EXPECT_EQ(c, stored_icrc(u)) << n;
+    }
+  }
+}
+
+// The ICRC as IBA A17.3.3 defines it, built byte by byte and run through zlib's CRC-32: 8 bytes
+// of 1s, the IPv4 header with TOS, TTL and checksum as 1s, the UDP header with its checksum
+// as 1s, the transport packet with BTH byte 4 as 1s.
+uint32_t reference_icrc_v4(const IpUdpInfo& ip, std::span<const uint8_t> t) {
+  const size_t udp_len = 8 + t.size() + kIcrcSize, ip_len = 20 + udp_len;
+  std::vector<uint8_t> b(8, 0xff);
+  const uint8_t ip_hdr[20] = {0x45, 0xff, uint8_t(ip_len >> 8), uint8_t(ip_len),
+                              uint8_t(ip.ip_id >> 8), uint8_t(ip.ip_id),
+                              uint8_t(ip.ip_flags_frag >> 8), uint8_t(ip.ip_flags_frag), 0xff, 17,
+                              0xff, 0xff, ip.src[0], ip.src[1], ip.src[2], ip.src[3], ip.dst[0],
+                              ip.dst[1], ip.dst[2], ip.dst[3]};
+  b.insert(b.end(), ip_hdr, ip_hdr + 20);
+  const uint8_t udp[8] = {uint8_t(ip.src_port >> 8), uint8_t(ip.src_port),
+                          uint8_t(ip.dst_port >> 8), uint8_t(ip.dst_port), uint8_t(udp_len >> 8),
+                          uint8_t(udp_len), 0xff, 0xff};
+  b.insert(b.end(), udp, udp + 8);
+  const size_t at = b.size();
+  b.insert(b.end(), t.begin(), t.end());
+  b[at + 4] = 0xff;
+  return static_cast<uint32_t>(crc32_z(0, b.data(), b.size()));
+}
+
+// Short packets are CRC'd in one call with the headers, longer ones in two: both forms, and
+// the bound between them, give the ICRC of the definition.
+TEST(Icrc, compute_icrc__equals_the_definition_on_both_sides_of_the_one_call_bound) {
+  for (const IpUdpInfo& ip : {v4(), v4(0xbeef)}) {
+    for (size_t n = 0; n <= 160; ++n) {
+      const auto u = packet(ip, n, static_cast<uint32_t>(n + 1));
+      const auto t = std::span(u).first(u.size() - kIcrcSize);
+      EXPECT_EQ(compute_icrc(ip, t), reference_icrc_v4(ip, t)) << n;
     }
   }
 }
