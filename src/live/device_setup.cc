@@ -98,7 +98,7 @@ int LiveNic::Impl::make_device() {
       log_debug("direct mode: table %s", direct->path().c_str());
     dc.direct = direct.get();
   }
-  device = std::make_unique<engine::Device>(dc, *port, clock, host_memory, sink);
+  device = std::make_unique<engine::Device>(dc, *port, engine_clock, host_memory, sink);
   nic.device_ = device.get();
   log_debug("%s up: %s, gid index 0 %s, active mtu %u, counters %s", name.c_str(),
             ip_string.c_str(), ip_string.c_str(), dc.limits.active_mtu,

@@ -76,15 +76,20 @@ uint64_t LiveNic::syscall_mark() const {
   return impl_->port->packets_moved() + c.direct_writes + c.direct_reads + c.direct_fallbacks;
 }
 
-uint64_t LiveNic::before_call_locked(bool post_send, uint64_t now) {
+uint64_t LiveNic::moved(const void* nic) {
+  return static_cast<const LiveNic*>(nic)->syscall_mark();
+}
+
+void LiveNic::before_call_locked(bool post_send, uint64_t now) {
   const Scheduler::CallStart s = sched_.on_call_start(now, post_send);
   device_->set_direct_hold(s.hold_direct);
   device_->set_tx_hold(s.cork);
-  return syscall_mark();
+  impl_->engine_clock.begin(now, syscall_mark());
 }
 
-void LiveNic::after_call_locked(uint64_t start, uint64_t mark) {
-  const uint64_t end = syscall_mark() == mark ? start : monotonic_ns();
+void LiveNic::after_call_locked() {
+  // The verb's start, unless it moved packets (then a reading taken since).
+  const uint64_t end = impl_->engine_clock.now_ns();
   device_->set_tx_hold(false);
   device_->set_direct_hold(false);
   const Scheduler::CallEnd e = sched_.on_call_end(end, device_->held_acks_deadline(), impl_->view());
@@ -93,6 +98,7 @@ void LiveNic::after_call_locked(uint64_t start, uint64_t mark) {
     device_->release_acks();
   }
   if (e.kick) kick();
+  impl_->engine_clock.end();
 }
 
 void LiveNic::cq_armed() {
@@ -127,7 +133,7 @@ int LiveNic::poll_cq(engine::Cq* cq, engine::WorkCompletion* out, int n) {
 int LiveNic::poll_cq_locked(engine::Cq* cq, engine::WorkCompletion* out, int n, bool& yield) {
   const uint64_t t = note_app_call();  // keeps the progress thread off the lock
   std::lock_guard<DeviceMutex> g(mu_);
-  const uint64_t mark = syscall_mark();
+  impl_->engine_clock.begin(t, syscall_mark());
   sched_.on_poll_start(t);
   impl_->flush(t);  // the posts before this poll leave now, in one batch
   int got = device_->poll_cq(cq, out, n);
@@ -139,7 +145,7 @@ int LiveNic::poll_cq_locked(engine::Cq* cq, engine::WorkCompletion* out, int n, 
   const engine::Counters& c = device_->counters();
   if (sched_.on_poll_end(t, got, c.rx_packets + c.tx_packets)) kick();
   yield = sched_.idle_poll_yields(t, got, c.rx_packets + c.tx_packets);
-  after_call_locked(t, mark);
+  after_call_locked();
   return got;
 }
 

@@ -71,13 +71,13 @@ class LiveNic {
   auto locked(F&& f, bool post_send = false) {
     const uint64_t start = note_app_call();
     std::lock_guard<DeviceMutex> g(mu_);
-    const uint64_t mark = before_call_locked(post_send, start);
+    before_call_locked(post_send, start);
     if constexpr (std::is_void_v<decltype(f(*device_))>) {
       f(*device_);
-      after_call_locked(start, mark);
+      after_call_locked();
     } else {
       auto r = f(*device_);
-      after_call_locked(start, mark);
+      after_call_locked();
       return r;
     }
   }
@@ -126,17 +126,19 @@ class LiveNic {
  private:
   explicit LiveNic(const Timing& timing);
   ~LiveNic();
-  // mu_ held: holds the device's packets for a doorbell batch (cork); returns syscall_mark() for the end.
-  uint64_t before_call_locked(bool post_send, uint64_t start);
-  // mu_ held: lets go of the hold, sends held ACKs that are due, wakes the thread if it must.
-  // start, mark: the call's beginning.
-  void after_call_locked(uint64_t start, uint64_t mark);
+  // mu_ held: holds the device's packets for a doorbell batch (cork); starts the engine's
+  // verb clock at `start` (verb_clock.h).
+  void before_call_locked(bool post_send, uint64_t start);
+  // mu_ held: lets go of the hold, sends held ACKs that are due, wakes the thread if it must;
+  // ends the verb clock.
+  void after_call_locked();
   // poll_cq under the lock; `yield`: the scheduler asks the caller to offer its CPU after.
   int poll_cq_locked(engine::Cq* cq, engine::WorkCompletion* out, int n, bool& yield);
   // What the device has done that takes time (datagrams sent or received, direct copies):
   // a call that left it unchanged (an empty receive included, ~0.5 us) ended about when it
   // began, so its end time is its start, not a clock read (~10 % of a 64 B message).
   uint64_t syscall_mark() const;
+  static uint64_t moved(const void* nic);  // syscall_mark() of a LiveNic: the VerbClock's count
   // An application thread is in the device: the progress thread keeps off for a while
   // (Scheduler, "Defer"), since such a thread posts and then polls, moving packets itself.
   uint64_t note_app_call() {

@@ -20,13 +20,12 @@
 #include "live/direct_window.h"
 #include "live/host_memory.h"
 #include "live/live_nic.h"
+#include "live/verb_clock.h"
 #include "transport/udp/fault_injector.h"
 #include "transport/udp/pcap_writer.h"
 #include "transport/udp/udp_port.h"
 
 namespace vrnic::live {
-
-uint64_t monotonic_ns();
 
 class WallClock final : public engine::Clock {
  public:
@@ -53,14 +52,15 @@ class CallbackSink final : public engine::EventSink {
 
 struct LiveNic::Impl {
   Impl(const LiveConfig& c, const LiveNicCallbacks& cb, LiveNic& n)
-      : config(c), sink(cb), nic(n) {}
+      : config(c), engine_clock(&LiveNic::moved, &n), sink(cb), nic(n) {}
 
   const LiveConfig config;
   std::string name = "vrnic0";
   std::string ip_string;
   bool ipv6 = false;
   engine::Gid gid;
-  WallClock clock;
+  WallClock clock;         // the live layer's own readings, any thread
+  VerbClock engine_clock;  // the engine's (mu_ held)
   ProcessMemory host_memory;  // ODP page checks
   CallbackSink sink;
   LiveNic& nic;

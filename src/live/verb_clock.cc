@@ -1,0 +1,16 @@
+// The engine's clock in a live device (verb_clock.h).
+#include "live/verb_clock.h"
+
+namespace vrnic::live {
+
+uint64_t VerbClock::now_ns() const {
+  if (!in_verb_) return read_();
+  const uint64_t mark = moved_(ctx_);
+  if (mark != mark_) {  // packets moved since the last reading: time has passed
+    at_ = read_();
+    mark_ = mark;
+  }
+  return at_;
+}
+
+}  // namespace vrnic::live
