@@ -38,14 +38,16 @@ void cc_receive_cnp(Core& c, Qp* qp) {
     return;
   }
   ++c.ctr.rp_cnp_handled;
+  // Each CNP at its own time: a batch's CNPs are cut once per rate-reduce period, not once.
+  const uint64_t now = c.precise_now();
   if (RateControl* ctl = controller(c, *qp)) {
-    ctl->on_cnp(c.now());
+    ctl->on_cnp(now);
     c.note_qp_deadline(*qp, ctl->next_event_ns());
     return;
   }
   CongestionState& cc = qp->cc;
   if (!cc.rp) cc.rp = std::make_unique<Dcqcn>(c.config.cc);
-  cc.rp->on_cnp(c.now());
+  cc.rp->on_cnp(now);
   c.note_qp_deadline(*qp, cc.rp->next_event_ns());
 }
 
@@ -54,7 +56,9 @@ void cc_on_ce(Core& c, Qp& qp, uint32_t src_qpn, const wire::IpUdpInfo& from) {
   const DcqcnParams& p = c.config.cc;
   if (!p.enabled) return;
   CongestionState& cc = qp.cc;
-  const uint64_t now = c.now();
+  // The batch's marks at their own times, so that min_time_between_cnps spaces the CNPs as
+  // the marks came, not one per receive batch.
+  const uint64_t now = c.precise_now();
   if (cc.cnp_sent && now - cc.last_cnp_ns < p.min_time_between_cnps_ns) return;
   cc.cnp_sent = true;
   cc.last_cnp_ns = now;

@@ -191,6 +191,31 @@ TEST_F(Congestion, cnp_rate_limit__one_per_qp_per_min_time_between_cnps) {
   EXPECT_GT(qa->cc.rp->rate_bps(), after_cut * 0.49);
 }
 
+// Ten marked packets in one receive batch: each mark is timed by a fresh reading of the clock
+// (the device spends 1 us on each here), so min_time_between_cnps spaces the CNPs as the
+// marks came, rather than answering the whole batch with one CNP.
+TEST_F(Congestion, marks_of_one_receive_batch__timed_each_by_its_own_reading) {
+  up();
+  mark_towards_b();
+  Buffer& src = a->reg(64 * 10);
+  Buffer& dst = b->reg(64 * 10);
+  std::vector<Sge> sges(10);
+  std::vector<SendWr> wrs(10);
+  for (size_t i = 0; i < 10; ++i) {
+    sges[i] = {src.addr() + i * 64, 64, src.mr.lkey};
+    wrs[i].opcode = WrOpcode::kRdmaWrite;
+    wrs[i].sg_list = &sges[i];
+    wrs[i].num_sge = 1;
+    wrs[i].remote_addr = dst.addr() + i * 64;
+    wrs[i].rkey = dst.mr.rkey;
+  }
+  ASSERT_EQ(a->dev->post_send(qa, wrs.data(), wrs.size(), nullptr), 0);
+  f.clock().set_precise_step(1000);
+  ASSERT_EQ(f.wire().deliver_all(1), 1u);  // the ten WRITEs reach b in one batch
+  EXPECT_EQ(b->ctr().np_ecn_marked_roce_packets, 10u);
+  EXPECT_EQ(b->ctr().np_cnp_sent, 3u);  // at the 1st, 5th and 9th mark: 4 us apart
+}
+
 TEST_F(Congestion, cnp_for_an_unknown_qp__ignored_and_counted) {
   up();
   wire::Packet cnp;

@@ -76,6 +76,7 @@ class Core {
   std::unordered_map<uint32_t, Srq*> xrc_srqs;
 
   uint64_t now() const { return clock.now_ns(); }
+  uint64_t precise_now() const { return clock.precise_now_ns(); }  // ports.h, Clock
   // A lower bound of every armed QP timer: each arming lowers it, on_timer recomputes it.
   uint64_t timer_hint = UINT64_MAX;
   void note_deadline(uint64_t t) {

@@ -105,6 +105,10 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual uint64_t now_ns() const = 0;
+  // The time read afresh, for events timed against one another within one stretch of the
+  // device's work (the CE marks and CNPs of one receive batch): a clock that hands out one
+  // reading per stretch (live/verb_clock.h) reads again here. Never earlier than now_ns().
+  virtual uint64_t precise_now_ns() const { return now_ns(); }
 };
 
 // The pages of this process as the device's page tables see them. A registered region is

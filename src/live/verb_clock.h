@@ -25,6 +25,8 @@ class VerbClock final : public engine::Clock {
       : moved_(moved), ctx_(ctx), read_(read) {}
 
   uint64_t now_ns() const override;
+  // Reads the clock, also inside a verb; the verb's later now_ns() gives this reading.
+  uint64_t precise_now_ns() const override;
   // A verb starts at `now` (read by the caller), the device's count then `mark`.
   void begin(uint64_t now, uint64_t mark) {
     at_ = now;

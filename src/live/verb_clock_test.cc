@@ -67,5 +67,17 @@ TEST_F(VerbClockTest, after_the_verb_ends__the_time_the_program_spent_is_read_no
   EXPECT_EQ(clock.now_ns(), 1'002'000'010u);
 }
 
+TEST_F(VerbClockTest, a_precise_reading__reads_inside_the_verb_and_the_stretch_goes_on_from_it) {
+  clock.begin(g_now, g_moved);
+  g_now += 700;  // the engine works through a receive batch
+  EXPECT_EQ(clock.precise_now_ns(), 1'000'000'700u);
+  g_now += 300;
+  EXPECT_EQ(clock.now_ns(), 1'000'000'700u);  // never earlier than the precise reading
+  EXPECT_EQ(clock.precise_now_ns(), 1'000'001'000u);
+  clock.end();
+  g_now += 50;
+  EXPECT_EQ(clock.precise_now_ns(), 1'000'001'050u);
+}
+
 }  // namespace
 }  // namespace vrnic::live

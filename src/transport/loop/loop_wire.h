@@ -17,13 +17,19 @@ namespace vrnic::transport {
 class VirtualClock : public engine::Clock {
  public:
   uint64_t now_ns() const override { return now_; }
+  // Moves the clock on by the precise step first (0 by default: now_ns()).
+  uint64_t precise_now_ns() const override { return now_ += precise_step_; }
+  // The time a device spends on each event it times precisely (a batch's CE marks, CNPs),
+  // for tests of what such events are timed by.
+  void set_precise_step(uint64_t ns) { precise_step_ = ns; }
   void advance(uint64_t ns) { now_ += ns; }
   void advance_to(uint64_t t) {
     if (t > now_) now_ = t;
   }
 
  private:
-  uint64_t now_ = 1'000'000'000;  // not 0, so that "deadline 0 = unset" never collides
+  mutable uint64_t now_ = 1'000'000'000;  // not 0, so that "deadline 0 = unset" never collides
+  uint64_t precise_step_ = 0;
 };
 
 // Probabilities per packet sent; delay holds a packet back by delay_ns of virtual time.
